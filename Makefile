@@ -1,0 +1,27 @@
+# Thin wrapper over CMake for the README's commands.
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+JOBS       ?= $(shell nproc)
+CTEST_ARGS ?= --output-on-failure -j $(JOBS)
+
+.PHONY: all demo test test-asan bench clean
+
+all: $(BUILD)/Makefile
+	@cmake --build $(BUILD) -j $(JOBS)
+
+$(BUILD)/Makefile: CMakeLists.txt
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+
+demo: all
+	$(BUILD)/bin/tutti-run -n 3 $(BUILD)/bin/tutti-demo
+
+test: all
+	cd $(BUILD) && ctest $(CTEST_ARGS)
+
+test-asan:
+	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTUTTI_SANITIZE=ON >/dev/null
+	@cmake --build $(ASAN_BUILD) -j $(JOBS)
+	cd $(ASAN_BUILD) && TUTTI_TEST_QUICK=1 ctest $(CTEST_ARGS)
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

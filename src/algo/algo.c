@@ -1,0 +1,42 @@
+/* The algorithm table and selection. */
+#include <string.h>
+
+#include "algo/algo.h"
+
+static const tutti_algo_t algos[] = {
+    {"ring",
+     "pipelined ring for all-gather, reduce-scatter and all-reduce (reduce-scatter then "
+     "all-gather); pipelined chain for broadcast and reduce; dissemination barrier",
+     {[TUTTI_COLL_ALLGATHER] = tutti__ring_allgather,
+      [TUTTI_COLL_ALLREDUCE] = tutti__ring_allreduce,
+      [TUTTI_COLL_REDUCE_SCATTER] = tutti__ring_reduce_scatter,
+      [TUTTI_COLL_BROADCAST] = tutti__chain_broadcast,
+      [TUTTI_COLL_REDUCE] = tutti__chain_reduce,
+      [TUTTI_COLL_BARRIER] = tutti__dissemination_barrier}},
+};
+
+const tutti_algo_t *tutti__algo_table(int *count) {
+  *count = (int)(sizeof algos / sizeof algos[0]);
+  return algos;
+}
+
+const tutti_algo_t *tutti__algo_find(const char *name) {
+  if (!name || !*name || !strcmp(name, "auto")) return &algos[0];
+  for (size_t i = 0; i < sizeof algos / sizeof algos[0]; i++)
+    if (!strcmp(algos[i].name, name)) return &algos[i];
+  return NULL;
+}
+
+const tutti_algo_t *tutti__algo_select(const struct tutti_comm *comm, const tutti_coll_args_t *a) {
+  const tutti_algo_t *forced = tutti__algo_find(comm->cfg.algo);
+  if (forced && forced->fn[a->coll]) return forced;
+  for (size_t i = 0; i < sizeof algos / sizeof algos[0]; i++)
+    if (algos[i].fn[a->coll]) return &algos[i];
+  return NULL;
+}
+
+const char *tutti__coll_name(tutti_coll_t coll) {
+  static const char *names[] = {"allgather", "allreduce", "reduce_scatter",
+                                "broadcast", "reduce",    "barrier"};
+  return coll < TUTTI_COLL_COUNT ? names[coll] : "?";
+}

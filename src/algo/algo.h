@@ -1,0 +1,94 @@
+/*
+ * Algorithms: each is a row of the table in algo.c, with one function per collective it
+ * implements, written against transport.h and the kernels only.
+ */
+#ifndef TUTTI_ALGO_H
+#define TUTTI_ALGO_H
+
+#include "core/internal.h"
+#include "transport/transport.h"
+
+typedef enum {
+  TUTTI_COLL_ALLGATHER,
+  TUTTI_COLL_ALLREDUCE,
+  TUTTI_COLL_REDUCE_SCATTER,
+  TUTTI_COLL_BROADCAST,
+  TUTTI_COLL_REDUCE,
+  TUTTI_COLL_BARRIER,
+  TUTTI_COLL_COUNT
+} tutti_coll_t;
+
+/* One collective call, checked by coll.c. count is per rank as in the API (sendcount for
+ * all-gather, recvcount for reduce-scatter). */
+typedef struct tutti_coll_args {
+  tutti_coll_t coll;
+  const void *sendbuf;
+  void *recvbuf;
+  size_t count;
+  tutti_dtype_t dtype;
+  tutti_op_t op;
+  int root;
+  size_t esize;
+  int64_t deadline;
+} tutti_coll_args_t;
+
+typedef tutti_result_t (*tutti_algo_fn)(struct tutti_comm *comm, const tutti_coll_args_t *a);
+
+typedef struct tutti_algo {
+  const char *name;
+  const char *desc;
+  tutti_algo_fn fn[TUTTI_COLL_COUNT]; /* NULL where the algorithm does not apply */
+} tutti_algo_t;
+
+const tutti_algo_t *tutti__algo_table(int *count);
+/* The algorithm called name; "auto" and "" give the first entry. NULL if unknown. */
+const tutti_algo_t *tutti__algo_find(const char *name);
+/* The algorithm comm runs for a: TUTTI_ALGO if it implements the collective, else auto. */
+const tutti_algo_t *tutti__algo_select(const struct tutti_comm *comm, const tutti_coll_args_t *a);
+const char *tutti__coll_name(tutti_coll_t coll);
+
+/* Algorithm entry points (one file each). */
+tutti_result_t tutti__ring_allgather(struct tutti_comm *comm, const tutti_coll_args_t *a);
+tutti_result_t tutti__ring_allreduce(struct tutti_comm *comm, const tutti_coll_args_t *a);
+tutti_result_t tutti__ring_reduce_scatter(struct tutti_comm *comm, const tutti_coll_args_t *a);
+tutti_result_t tutti__chain_broadcast(struct tutti_comm *comm, const tutti_coll_args_t *a);
+tutti_result_t tutti__chain_reduce(struct tutti_comm *comm, const tutti_coll_args_t *a);
+tutti_result_t tutti__dissemination_barrier(struct tutti_comm *comm, const tutti_coll_args_t *a);
+
+/* ---- pipeline.c: bounded windows of outstanding sends ---------------------------------- */
+
+#define TUTTI_SENDQ_SLOTS 8
+
+/* Up to TUTTI_SENDQ_SLOTS sends in flight; posting into a busy slot first waits for the send
+ * that used it, so memory tied to a slot can be reused safely once acquired. */
+typedef struct tutti_sendq {
+  tutti_xfer_t op[TUTTI_SENDQ_SLOTS];
+  int used[TUTTI_SENDQ_SLOTS];
+  int next;
+} tutti_sendq_t;
+
+void tutti__sendq_init(tutti_sendq_t *q);
+/* Returns the next slot in *slot once its previous send has completed. */
+tutti_result_t tutti__sendq_acquire(struct tutti_comm *comm, tutti_sendq_t *q, int64_t deadline,
+                                    int *slot);
+/* Posts a send in the slot just acquired. */
+tutti_result_t tutti__sendq_post(struct tutti_comm *comm, tutti_sendq_t *q, int slot, int peer,
+                                 const void *buf, size_t len);
+/* Waits for every send of q. */
+tutti_result_t tutti__sendq_drain(struct tutti_comm *comm, tutti_sendq_t *q, int64_t deadline);
+/* Blocking receive: post and wait. */
+tutti_result_t tutti__recv(struct tutti_comm *comm, int peer, void *buf, size_t len,
+                           int64_t deadline);
+
+/* Sends slen bytes to `to` and receives rlen bytes from `from`, both at once; a zero length
+ * skips that side (both ends of a pair agree on it). Waits for both. */
+tutti_result_t tutti__sendrecv(struct tutti_comm *comm, int to, const void *sbuf, size_t slen,
+                               int from, void *rbuf, size_t rlen, int64_t deadline);
+
+/* Elements per pipelined chunk for this element size (at least 1). */
+static inline size_t tutti__chunk_elems(const struct tutti_comm *comm, size_t esize) {
+  size_t n = comm->cfg.chunk_bytes / esize;
+  return n ? n : 1;
+}
+
+#endif

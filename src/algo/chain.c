@@ -1,0 +1,78 @@
+/*
+ * Pipelined chains for broadcast (away from the root) and reduce (toward the root). A chain
+ * has no cycle, so a window of sends in flight cannot deadlock: the last rank only
+ * receives, and every rank's sends drain once the ranks after it do.
+ */
+#include <string.h>
+
+#include "algo/algo.h"
+#include "algo/patterns.h"
+#include "kernels/kernels.h"
+
+tutti_result_t tutti__chain_broadcast(struct tutti_comm *comm, const tutti_coll_args_t *a) {
+  int n = comm->nranks, r = comm->rank;
+  size_t es = a->esize, ce = tutti__chunk_elems(comm, es);
+  char *out = a->recvbuf;
+  const char *in = a->sendbuf;
+  int pos = tutti__chain_pos_from_root(r, a->root, n);
+  int prev = tutti__ring_left(r, n), next = tutti__ring_right(r, n);
+  int is_root = pos == 0, is_last = pos == n - 1;
+  tutti_sendq_t q;
+  tutti__sendq_init(&q);
+  for (size_t c = 0, nc = tutti__nchunks(a->count, ce); c < nc; c++) {
+    size_t off = c * ce * es, len = (c * ce + ce <= a->count ? ce : a->count - c * ce) * es;
+    const char *src = is_root ? in + off : out + off;
+    if (!is_root) TRY(tutti__recv(comm, prev, out + off, len, a->deadline));
+    if (!is_last) {
+      int slot;
+      TRY(tutti__sendq_acquire(comm, &q, a->deadline, &slot));
+      TRY(tutti__sendq_post(comm, &q, slot, next, src, len));
+    }
+    /* The root's own copy runs while its chunk is on the way. */
+    if (is_root && out != in) memcpy(out + off, in + off, len);
+  }
+  return tutti__sendq_drain(comm, &q, a->deadline);
+}
+
+tutti_result_t tutti__chain_reduce(struct tutti_comm *comm, const tutti_coll_args_t *a) {
+  int n = comm->nranks, r = comm->rank;
+  size_t es = a->esize, ce = tutti__chunk_elems(comm, es), cbytes = ce * es;
+  const char *in = a->sendbuf;
+  if (n == 1) {
+    if (a->recvbuf != a->sendbuf) memmove(a->recvbuf, a->sendbuf, a->count * es);
+    return TUTTI_SUCCESS;
+  }
+  int pos = tutti__chain_pos_to_root(r, a->root, n);
+  int prev = tutti__ring_left(r, n), next = tutti__ring_right(r, n);
+  int is_first = pos == 0, is_root = pos == n - 1;
+  /* Scratch: one receive chunk plus one outgoing partial per send slot, reused only after
+   * that slot's send has completed. */
+  char *tmp = NULL, *outs = NULL;
+  if (!is_first) {
+    TRY(tutti__scratch(comm, cbytes * (1 + TUTTI_SENDQ_SLOTS), (void **)&tmp));
+    outs = tmp + cbytes;
+  }
+  tutti_sendq_t q;
+  tutti__sendq_init(&q);
+  for (size_t c = 0, nc = tutti__nchunks(a->count, ce); c < nc; c++) {
+    size_t elems = c * ce + ce <= a->count ? ce : a->count - c * ce, off = c * cbytes;
+    int slot;
+    if (is_first) {
+      TRY(tutti__sendq_acquire(comm, &q, a->deadline, &slot));
+      TRY(tutti__sendq_post(comm, &q, slot, next, in + off, elems * es));
+      continue;
+    }
+    TRY(tutti__recv(comm, prev, tmp, elems * es, a->deadline));
+    if (is_root) {
+      tutti__reduce((char *)a->recvbuf + off, in + off, tmp, elems, a->dtype, a->op);
+    } else {
+      TRY(tutti__sendq_acquire(comm, &q, a->deadline, &slot));
+      char *partial = outs + (size_t)slot * cbytes;
+      tutti__reduce(partial, in + off, tmp, elems, a->dtype, a->op);
+      TRY(tutti__sendq_post(comm, &q, slot, next, partial, elems * es));
+    }
+  }
+  TRY(tutti__sendq_drain(comm, &q, a->deadline));
+  if (is_root && a->op == TUTTI_AVG) tutti__avg_finish(a->recvbuf, a->count, a->dtype, n);
+  return TUTTI_SUCCESS;
+}

@@ -1,0 +1,50 @@
+/* Send windows and blocking receives shared by the pipelined algorithms. */
+#include <string.h>
+
+#include "algo/algo.h"
+
+void tutti__sendq_init(tutti_sendq_t *q) { memset(q, 0, sizeof *q); }
+
+tutti_result_t tutti__sendq_acquire(struct tutti_comm *comm, tutti_sendq_t *q, int64_t deadline,
+                                    int *slot) {
+  int s = q->next;
+  if (q->used[s]) TRY(tutti__wait(comm, &q->op[s], deadline));
+  q->used[s] = 0;
+  *slot = s;
+  return TUTTI_SUCCESS;
+}
+
+tutti_result_t tutti__sendq_post(struct tutti_comm *comm, tutti_sendq_t *q, int slot, int peer,
+                                 const void *buf, size_t len) {
+  q->used[slot] = 1;
+  q->next = (slot + 1) % TUTTI_SENDQ_SLOTS;
+  return tutti__isend(comm, &q->op[slot], peer, buf, len);
+}
+
+tutti_result_t tutti__sendq_drain(struct tutti_comm *comm, tutti_sendq_t *q, int64_t deadline) {
+  for (int i = 0; i < TUTTI_SENDQ_SLOTS; i++) {
+    int s = (q->next + i) % TUTTI_SENDQ_SLOTS; /* oldest first */
+    if (q->used[s]) TRY(tutti__wait(comm, &q->op[s], deadline));
+    q->used[s] = 0;
+  }
+  return TUTTI_SUCCESS;
+}
+
+tutti_result_t tutti__recv(struct tutti_comm *comm, int peer, void *buf, size_t len,
+                           int64_t deadline) {
+  tutti_xfer_t op;
+  TRY(tutti__irecv(comm, &op, peer, buf, len));
+  return tutti__wait(comm, &op, deadline);
+}
+
+tutti_result_t tutti__sendrecv(struct tutti_comm *comm, int to, const void *sbuf, size_t slen,
+                               int from, void *rbuf, size_t rlen, int64_t deadline) {
+  tutti_xfer_t so, ro;
+  /* The receive is posted first so that, while this rank waits for room to send, it keeps
+   * draining its own inbound queue: that is what makes a ring of these deadlock-free. */
+  if (rlen) TRY(tutti__irecv(comm, &ro, from, rbuf, rlen));
+  if (slen) TRY(tutti__isend(comm, &so, to, sbuf, slen));
+  if (rlen) TRY(tutti__wait(comm, &ro, deadline));
+  if (slen) TRY(tutti__wait(comm, &so, deadline));
+  return TUTTI_SUCCESS;
+}

@@ -1,0 +1,274 @@
+/* Communicator life cycle: unique id, init (bootstrap, then transports), abort, destroy. */
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "algo/algo.h"
+#include "bootstrap/bootstrap.h"
+#include "core/sock.h"
+#include "transport/transport.h"
+
+/* The address a listener of this process should use: TUTTI_SOCKET_IFNAME's, else fallback. */
+static tutti_result_t listen_ip(const tutti_config_t *cfg, uint32_t fallback, uint32_t *ip,
+                                char *err, size_t errlen) {
+  if (cfg->ifname[0]) return tutti__sock_ifaddr(cfg->ifname, ip, err, errlen);
+  *ip = fallback;
+  return TUTTI_SUCCESS;
+}
+
+tutti_result_t tutti_get_unique_id(tutti_unique_id_t *id) {
+  if (!id) {
+    WARN("boot", -1, "tutti_get_unique_id: id is NULL");
+    return TUTTI_ERR_INVALID_ARGUMENT;
+  }
+  tutti_config_t cfg;
+  char err[256];
+  tutti_uid_fields_t f;
+  int lfd = -1;
+  tutti_result_t res = tutti__config_load(&cfg, err, sizeof err);
+  /* Without an interface named, the rendezvous stays on loopback: nothing off this host can
+   * reach it unless the user asks for it. */
+  if (res == TUTTI_SUCCESS) res = listen_ip(&cfg, htonl(INADDR_LOOPBACK), &f.ip, err, sizeof err);
+  if (res == TUTTI_SUCCESS) res = tutti__sock_listen(f.ip, 0, 1024, &lfd, &f.port, err, sizeof err);
+  if (res == TUTTI_SUCCESS && getrandom(f.secret, sizeof f.secret, 0) != sizeof f.secret) {
+    snprintf(err, sizeof err, "getrandom failed");
+    res = TUTTI_ERR_SYSTEM;
+  }
+  if (res == TUTTI_SUCCESS) res = tutti__rdv_serve(lfd, f.secret, cfg.timeout_s);
+  if (res != TUTTI_SUCCESS) {
+    if (lfd >= 0) close(lfd);
+    WARN("boot", -1, "tutti_get_unique_id: %s", err);
+    return res;
+  }
+  tutti__uid_pack(&f, id);
+  return TUTTI_SUCCESS;
+}
+
+/* Groups ranks by host and picks each peer's transport. */
+static tutti_result_t place_peers(struct tutti_comm *comm) {
+  tutti_peer_t *me = &comm->peers[comm->rank];
+  comm->nlocal = 0;
+  for (int r = 0; r < comm->nranks; r++) {
+    tutti_peer_t *p = &comm->peers[r];
+    int same = !strcmp(p->host, me->host) && !strcmp(p->boot_id, me->boot_id);
+    p->local_index = same ? comm->nlocal++ : -1;
+    if (r == comm->rank) continue;
+    if (!same && comm->cfg.transport == TUTTI_TRANSPORT_SHM) {
+      char who[128];
+      return tutti__error(comm, TUTTI_ERR_INVALID_USAGE, "TUTTI_TRANSPORT=shm, but %s is on "
+                          "another host", tutti__peer_desc(comm, r, who, sizeof who));
+    }
+    p->kind = same && comm->cfg.transport != TUTTI_TRANSPORT_TCP ? TUTTI_TRANSPORT_SHM
+                                                                  : TUTTI_TRANSPORT_TCP;
+  }
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  comm->oversubscribed = cpus > 0 && comm->nlocal > cpus;
+  return TUTTI_SUCCESS;
+}
+
+static tutti_result_t connect_transports(struct tutti_comm *comm, int data_fd) {
+  int need_shm = 0, need_tcp = 0;
+  for (int r = 0; r < comm->nranks; r++) {
+    need_shm |= comm->peers[r].kind == TUTTI_TRANSPORT_SHM;
+    need_tcp |= comm->peers[r].kind == TUTTI_TRANSPORT_TCP;
+  }
+  if (need_shm) TRY(tutti__shm_create(comm, &comm->shm));
+  if (need_tcp) TRY(tutti__tcp_create(comm, data_fd, &comm->tcp));
+  return TUTTI_SUCCESS;
+}
+
+/* Everything after the rendezvous address is known: hello, table, transports. */
+static tutti_result_t comm_build(struct tutti_comm *comm, uint32_t root_ip, uint16_t root_port,
+                                 const uint8_t *secret) {
+  char err[320];
+  int rfd = -1, dfd = -1;
+  tutti_rdv_entry_t me = {0}, *table = NULL;
+  tutti_result_t res;
+  int64_t deadline = tutti__deadline_after(comm->cfg.timeout_s);
+  uint32_t local_ip;
+
+  TRY_GOTO(tutti__rdv_connect(root_ip, root_port, deadline, &rfd, &local_ip, err, sizeof err),
+           res, fail_err);
+  /* Data listeners use the interface that reaches the rendezvous unless told otherwise. */
+  TRY_GOTO(listen_ip(&comm->cfg, local_ip, &me.ip, err, sizeof err), res, fail_err);
+  TRY_GOTO(tutti__sock_listen(me.ip, 0, comm->nranks + 16, &dfd, &me.port, err, sizeof err),
+           res, fail_err);
+  me.pid = (int32_t)getpid();
+  tutti__host_identity(me.host, me.boot_id);
+  TRY_GOTO(tutti__rdv_exchange(rfd, secret, comm->nranks, comm->rank, &me, deadline, &table,
+                               &comm->job_id, err, sizeof err),
+           res, fail_err);
+  close(rfd);
+  rfd = -1;
+  for (int r = 0; r < comm->nranks; r++) {
+    tutti_peer_t *p = &comm->peers[r];
+    p->pid = table[r].pid;
+    p->ip = table[r].ip;
+    p->port = table[r].port;
+    memcpy(p->host, table[r].host, sizeof p->host);
+    memcpy(p->boot_id, table[r].boot_id, sizeof p->boot_id);
+  }
+  free(table);
+  TRY_GOTO(place_peers(comm), res, out);
+  TRY_GOTO(connect_transports(comm, dfd), res, out);
+  INFO("boot", comm->rank, "joined: %d ranks, %d on this host, transport %s", comm->nranks,
+       comm->nlocal, comm->tcp && comm->shm ? "shm+tcp" : comm->tcp ? "tcp" : comm->shm ? "shm"
+                                                                                       : "self");
+  goto out;
+fail_err:
+  res = tutti__error(comm, res, "%s", err);
+out:
+  if (rfd >= 0) close(rfd);
+  if (dfd >= 0) close(dfd);
+  return res;
+}
+
+static void comm_free(struct tutti_comm *comm) {
+  if (!comm) return;
+  if (comm->shm) comm->shm->ops->destroy(comm->shm);
+  if (comm->tcp) comm->tcp->ops->destroy(comm->tcp);
+  if (comm->scratch) munmap(comm->scratch, comm->scratch_bytes);
+  free(comm->wants);
+  free(comm->peers);
+  free(comm);
+}
+
+static tutti_result_t comm_create(tutti_comm_t *out, int nranks, int rank, uint32_t ip,
+                                  uint16_t port, const uint8_t *secret, const char *op) {
+  char err[256];
+  tutti_result_t res;
+  struct tutti_comm *comm = calloc(1, sizeof *comm);
+  if (!comm) return TUTTI_ERR_SYSTEM;
+  comm->rank = rank;
+  comm->nranks = nranks;
+  comm->op_name = op;
+  comm->peers = calloc((size_t)nranks, sizeof *comm->peers);
+  comm->wants = calloc((size_t)nranks, sizeof *comm->wants);
+  if (!comm->peers || !comm->wants) {
+    res = tutti__error(comm, TUTTI_ERR_SYSTEM, "out of memory for %d ranks", nranks);
+    goto fail;
+  }
+  res = tutti__config_load(&comm->cfg, err, sizeof err);
+  if (res == TUTTI_SUCCESS && !tutti__algo_find(comm->cfg.algo)) {
+    snprintf(err, sizeof err, "TUTTI_ALGO=%s is not an algorithm (see tutti-info)",
+             comm->cfg.algo);
+    res = TUTTI_ERR_INVALID_ARGUMENT;
+  }
+  if (res != TUTTI_SUCCESS) {
+    tutti__error(comm, res, "%s", err);
+    goto fail;
+  }
+  TRY_GOTO(comm_build(comm, ip, port, secret), res, fail);
+  comm->op_name = NULL;
+  *out = comm;
+  return TUTTI_SUCCESS;
+fail:
+  comm_free(comm);
+  return res;
+}
+
+tutti_result_t tutti_comm_init_rank(tutti_comm_t *comm, int nranks, const tutti_unique_id_t *id,
+                                    int rank) {
+  const char *op = "tutti_comm_init_rank";
+  tutti_uid_fields_t f;
+  if (!comm || !id || nranks < 1 || nranks > TUTTI_MAX_RANKS || rank < 0 || rank >= nranks) {
+    WARN("boot", rank, "%s: invalid argument (comm %p, id %p, rank %d of %d)", op,
+         (void *)comm, (const void *)id, rank, nranks);
+    return TUTTI_ERR_INVALID_ARGUMENT;
+  }
+  *comm = NULL;
+  if (tutti__uid_unpack(id, &f) != TUTTI_SUCCESS) {
+    WARN("boot", rank, "%s: the id was not made by tutti_get_unique_id", op);
+    return TUTTI_ERR_INVALID_ARGUMENT;
+  }
+  return comm_create(comm, nranks, rank, f.ip, f.port, f.secret, op);
+}
+
+static const char *lookup_env(const char *name, void *ctx) {
+  (void)ctx;
+  return getenv(name);
+}
+
+tutti_result_t tutti_comm_init_env(tutti_comm_t *comm) {
+  const char *op = "tutti_comm_init_env";
+  if (!comm) {
+    WARN("boot", -1, "%s: comm is NULL", op);
+    return TUTTI_ERR_INVALID_ARGUMENT;
+  }
+  *comm = NULL;
+  tutti_env_info_t env;
+  tutti_config_t cfg;
+  char err[320];
+  uint32_t ip;
+  tutti_result_t res = tutti__config_load(&cfg, err, sizeof err);
+  if (res == TUTTI_SUCCESS) res = tutti__env_parse(lookup_env, NULL, &env, err, sizeof err);
+  if (res == TUTTI_SUCCESS) res = tutti__sock_resolve(env.host, &ip, err, sizeof err);
+  /* Launched jobs share no secret yet; every rank uses the same all-zero one. */
+  uint8_t secret[TUTTI_SECRET_BYTES] = {0};
+  if (res == TUTTI_SUCCESS && env.rank == 0) {
+    int lfd;
+    res = tutti__sock_listen(ip, htons(env.port), 1024, &lfd, NULL, err, sizeof err);
+    if (res == TUTTI_SUCCESS) {
+      res = tutti__rdv_serve(lfd, secret, cfg.timeout_s);
+      if (res != TUTTI_SUCCESS) {
+        close(lfd);
+        snprintf(err, sizeof err, "cannot start the rendezvous thread");
+      }
+    }
+  }
+  if (res != TUTTI_SUCCESS) {
+    WARN("boot", -1, "%s: %s", op, err);
+    return res;
+  }
+  return comm_create(comm, env.size, env.rank, ip, htons(env.port), secret, op);
+}
+
+tutti_result_t tutti_comm_destroy(tutti_comm_t comm) {
+  if (!comm) return TUTTI_ERR_INVALID_ARGUMENT;
+  comm_free(comm);
+  return TUTTI_SUCCESS;
+}
+
+tutti_result_t tutti_comm_abort(tutti_comm_t comm) {
+  if (!comm) return TUTTI_ERR_INVALID_ARGUMENT;
+  /* Only the flag and the wake-ups: the owning thread may be inside a collective, and it
+   * marks the communicator failed and tells the peers when it sees the flag. */
+  atomic_store(&comm->aborted, 1);
+  if (comm->shm) comm->shm->ops->wake(comm->shm);
+  if (comm->tcp) comm->tcp->ops->wake(comm->tcp);
+  return TUTTI_SUCCESS;
+}
+
+tutti_result_t tutti_comm_rank(tutti_comm_t comm, int *rank) {
+  if (!comm || !rank) return TUTTI_ERR_INVALID_ARGUMENT;
+  *rank = comm->rank;
+  return TUTTI_SUCCESS;
+}
+
+tutti_result_t tutti_comm_size(tutti_comm_t comm, int *size) {
+  if (!comm || !size) return TUTTI_ERR_INVALID_ARGUMENT;
+  *size = comm->nranks;
+  return TUTTI_SUCCESS;
+}
+
+tutti_result_t tutti__scratch(struct tutti_comm *comm, size_t bytes, void **out) {
+  if (bytes <= comm->scratch_bytes) {
+    *out = comm->scratch;
+    return TUTTI_SUCCESS;
+  }
+  /* mmap, not malloc: the memory is kept for the communicator's life, so pages are faulted
+   * in once rather than on every call (the MPIs' 64 MiB cliff). */
+  size_t sz = (bytes + 0xFFFFF) & ~(size_t)0xFFFFF;
+  void *p = mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED)
+    return tutti__error(comm, TUTTI_ERR_SYSTEM, "cannot map %zu bytes of scratch memory", sz);
+  if (comm->scratch) munmap(comm->scratch, comm->scratch_bytes);
+  comm->scratch = p;
+  comm->scratch_bytes = sz;
+  *out = p;
+  return TUTTI_SUCCESS;
+}

@@ -1,0 +1,100 @@
+/* The one table of TUTTI_* variables: name, default, documentation, and its parser. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "core/internal.h"
+
+static const tutti_config_var_t config_vars[] = {
+    {"TUTTI_DEBUG", "warn", "log level: none, warn, info or trace"},
+    {"TUTTI_DEBUG_SUBSYS", "", "comma list of subsystems to log (boot,shm,net,coll); empty: all"},
+    {"TUTTI_TRANSPORT", "auto", "auto (shm within a host, tcp across), shm, or tcp"},
+    {"TUTTI_ALGO", "auto", "algorithm for every collective: auto or a name from tutti-info"},
+    {"TUTTI_TIMEOUT", "600", "seconds before a stuck operation fails with TUTTI_ERR_TIMEOUT"},
+    {"TUTTI_SOCKET_IFNAME", "", "network interface to listen on; empty: loopback for the "
+                                "unique id, the route to the rendezvous for data"},
+    {"TUTTI_CHUNK_SIZE", "262144", "bytes per pipelined chunk of the ring and chain"},
+    {"TUTTI_SHM_QUEUE_SIZE", "1048576", "bytes of each directed shared-memory queue"},
+    {"TUTTI_SPIN_US", "50", "microseconds to busy-wait before sleeping (when not oversubscribed)"},
+};
+
+const tutti_config_var_t *tutti__config_table(int *count) {
+  *count = (int)(sizeof config_vars / sizeof config_vars[0]);
+  return config_vars;
+}
+
+static const char *value_of(const char *name) {
+  const char *v = getenv(name);
+  if (v && *v) return v;
+  int n;
+  const tutti_config_var_t *t = tutti__config_table(&n);
+  for (int i = 0; i < n; i++)
+    if (!strcmp(t[i].name, name)) return t[i].def;
+  return "";
+}
+
+/* Accepts a plain number with an optional k/m/g suffix (powers of 1024). */
+static int parse_size(const char *s, size_t *out) {
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno || end == s) return -1;
+  switch (*end) {
+  case 'k': case 'K': v <<= 10; end++; break;
+  case 'm': case 'M': v <<= 20; end++; break;
+  case 'g': case 'G': v <<= 30; end++; break;
+  default: break;
+  }
+  if (*end != '\0') return -1;
+  *out = (size_t)v;
+  return 0;
+}
+
+static int parse_double(const char *s, double *out) {
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (errno || end == s || *end != '\0' || v < 0) return -1;
+  *out = v;
+  return 0;
+}
+
+tutti_result_t tutti__config_load(tutti_config_t *cfg, char *err, size_t errlen) {
+  memset(cfg, 0, sizeof *cfg);
+  const char *v = value_of("TUTTI_TRANSPORT");
+  if (!strcasecmp(v, "auto")) cfg->transport = TUTTI_TRANSPORT_AUTO;
+  else if (!strcasecmp(v, "shm")) cfg->transport = TUTTI_TRANSPORT_SHM;
+  else if (!strcasecmp(v, "tcp")) cfg->transport = TUTTI_TRANSPORT_TCP;
+  else goto bad_transport;
+
+  snprintf(cfg->algo, sizeof cfg->algo, "%s", value_of("TUTTI_ALGO"));
+  snprintf(cfg->ifname, sizeof cfg->ifname, "%s", value_of("TUTTI_SOCKET_IFNAME"));
+  if (parse_double(value_of("TUTTI_TIMEOUT"), &cfg->timeout_s) || cfg->timeout_s <= 0) {
+    snprintf(err, errlen, "TUTTI_TIMEOUT=%s is not a positive number of seconds",
+             value_of("TUTTI_TIMEOUT"));
+    return TUTTI_ERR_INVALID_ARGUMENT;
+  }
+  if (parse_size(value_of("TUTTI_CHUNK_SIZE"), &cfg->chunk_bytes) || cfg->chunk_bytes < 64) {
+    snprintf(err, errlen, "TUTTI_CHUNK_SIZE=%s is not a size of at least 64 bytes",
+             value_of("TUTTI_CHUNK_SIZE"));
+    return TUTTI_ERR_INVALID_ARGUMENT;
+  }
+  if (parse_size(value_of("TUTTI_SHM_QUEUE_SIZE"), &cfg->shm_queue_bytes) ||
+      cfg->shm_queue_bytes < 4096 || (cfg->shm_queue_bytes & (cfg->shm_queue_bytes - 1))) {
+    snprintf(err, errlen, "TUTTI_SHM_QUEUE_SIZE=%s is not a power of two of at least 4096",
+             value_of("TUTTI_SHM_QUEUE_SIZE"));
+    return TUTTI_ERR_INVALID_ARGUMENT;
+  }
+  if (parse_double(value_of("TUTTI_SPIN_US"), &cfg->spin_us)) {
+    snprintf(err, errlen, "TUTTI_SPIN_US=%s is not a number of microseconds",
+             value_of("TUTTI_SPIN_US"));
+    return TUTTI_ERR_INVALID_ARGUMENT;
+  }
+  return TUTTI_SUCCESS;
+
+bad_transport:
+  snprintf(err, errlen, "TUTTI_TRANSPORT=%s is not one of auto, shm, tcp", v);
+  return TUTTI_ERR_INVALID_ARGUMENT;
+}

@@ -1,0 +1,55 @@
+/* Result names and the communicator's first-error sentence. */
+#include <stdio.h>
+#include <string.h>
+
+#include "core/internal.h"
+#include "transport/transport.h"
+
+const char *tutti_result_string(tutti_result_t result) {
+  switch (result) {
+  case TUTTI_SUCCESS: return "success";
+  case TUTTI_ERR_INVALID_ARGUMENT: return "invalid argument";
+  case TUTTI_ERR_INVALID_USAGE: return "invalid usage";
+  case TUTTI_ERR_SYSTEM: return "system call failed";
+  case TUTTI_ERR_REMOTE: return "remote peer failed";
+  case TUTTI_ERR_TIMEOUT: return "timed out";
+  case TUTTI_ERR_ABORTED: return "communicator aborted";
+  case TUTTI_ERR_INTERNAL: return "internal error";
+  case TUTTI_IN_PROGRESS: return "in progress";
+  }
+  return "unknown result code";
+}
+
+const char *tutti_comm_last_error(tutti_comm_t comm) {
+  if (!comm) return "tutti_comm_last_error: the communicator is NULL";
+  return comm->last_error;
+}
+
+tutti_result_t tutti__error(struct tutti_comm *comm, tutti_result_t res, const char *fmt, ...) {
+  char reason[384];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(reason, sizeof reason, fmt, ap);
+  va_end(ap);
+  const char *op = comm->op_name ? comm->op_name : "tutti";
+  WARN("coll", comm->rank, "%s: %s (%s)", op, reason, tutti_result_string(res));
+  /* The first failure is the cause; later ones are usually its echoes. An invalid argument
+   * does not break the communicator, so a later real failure may replace its text. */
+  if (comm->last_error[0] == '\0' || comm->failed == TUTTI_SUCCESS)
+    snprintf(comm->last_error, sizeof comm->last_error, "%s (rank %d of %d): %s", op,
+             comm->rank, comm->nranks, reason);
+  return res;
+}
+
+void tutti__comm_fail(struct tutti_comm *comm, tutti_result_t res) {
+  if (comm->failed != TUTTI_SUCCESS) return;
+  comm->failed = res;
+  if (comm->shm) comm->shm->ops->fail(comm->shm);
+  if (comm->tcp) comm->tcp->ops->fail(comm->tcp);
+}
+
+const char *tutti__peer_desc(const struct tutti_comm *comm, int peer, char *buf, size_t len) {
+  const tutti_peer_t *p = &comm->peers[peer];
+  snprintf(buf, len, "rank %d (pid %d on host %s)", peer, (int)p->pid, p->host);
+  return buf;
+}

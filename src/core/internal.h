@@ -1,0 +1,150 @@
+/*
+ * Internal declarations shared by the library's modules: the communicator, error and
+ * logging helpers, configuration, and time. Nothing here is public.
+ */
+#ifndef TUTTI_INTERNAL_H
+#define TUTTI_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tutti.h"
+
+#define TUTTI_HIDDEN __attribute__((visibility("hidden")))
+
+/* ---- Results and errors -------------------------------------------------------------- */
+
+/* Propagate a failure; at trace level each hop leaves a breadcrumb (NCCL's NCCLCHECK trail). */
+#define TRY(expr)                                                                           \
+  do {                                                                                      \
+    tutti_result_t try_res_ = (expr);                                                       \
+    if (try_res_ != TUTTI_SUCCESS) {                                                        \
+      tutti__log_trail(__FILE__, __LINE__, try_res_);                                       \
+      return try_res_;                                                                      \
+    }                                                                                       \
+  } while (0)
+
+#define TRY_GOTO(expr, res, label)                                                          \
+  do {                                                                                      \
+    (res) = (expr);                                                                         \
+    if ((res) != TUTTI_SUCCESS) {                                                           \
+      tutti__log_trail(__FILE__, __LINE__, (res));                                          \
+      goto label;                                                                           \
+    }                                                                                       \
+  } while (0)
+
+/* ---- Logging ------------------------------------------------------------------------- */
+
+enum { TUTTI_LOG_NONE = 0, TUTTI_LOG_WARN = 1, TUTTI_LOG_INFO = 2, TUTTI_LOG_TRACE = 3 };
+
+/* The level and subsystem filter come from TUTTI_DEBUG / TUTTI_DEBUG_SUBSYS, read once. The
+ * level is tested before any formatting, so disabled log lines cost one load and a compare. */
+int tutti__log_enabled(int level, const char *subsys);
+void tutti__log_write(int level, const char *subsys, int rank, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+void tutti__log_trail(const char *file, int line, tutti_result_t res);
+
+#define TLOG(level, subsys, rank, ...)                                                      \
+  do {                                                                                      \
+    if (tutti__log_enabled((level), (subsys)))                                              \
+      tutti__log_write((level), (subsys), (rank), __VA_ARGS__);                            \
+  } while (0)
+#define WARN(subsys, rank, ...) TLOG(TUTTI_LOG_WARN, subsys, rank, __VA_ARGS__)
+#define INFO(subsys, rank, ...) TLOG(TUTTI_LOG_INFO, subsys, rank, __VA_ARGS__)
+#define TRACE(subsys, rank, ...) TLOG(TUTTI_LOG_TRACE, subsys, rank, __VA_ARGS__)
+
+/* ---- Configuration ------------------------------------------------------------------- */
+
+enum { TUTTI_TRANSPORT_AUTO = 0, TUTTI_TRANSPORT_SHM, TUTTI_TRANSPORT_TCP };
+
+typedef struct tutti_config {
+  int transport;          /* TUTTI_TRANSPORT */
+  char algo[32];          /* TUTTI_ALGO */
+  double timeout_s;       /* TUTTI_TIMEOUT */
+  char ifname[64];        /* TUTTI_SOCKET_IFNAME */
+  size_t chunk_bytes;     /* TUTTI_CHUNK_SIZE: pipelining unit of the ring and chain */
+  size_t shm_queue_bytes; /* TUTTI_SHM_QUEUE_SIZE: bytes per directed shm queue */
+  double spin_us;         /* TUTTI_SPIN_US: busy-wait before sleeping */
+} tutti_config_t;
+
+typedef struct tutti_config_var {
+  const char *name;
+  const char *def;
+  const char *doc;
+} tutti_config_var_t;
+
+/* Reads every TUTTI_* variable into cfg. On a malformed value, returns
+ * TUTTI_ERR_INVALID_ARGUMENT and writes the reason into err. */
+tutti_result_t tutti__config_load(tutti_config_t *cfg, char *err, size_t errlen);
+
+/* The table of every variable the library reads, for tutti-info and docs. */
+const tutti_config_var_t *tutti__config_table(int *count);
+
+/* ---- Time ---------------------------------------------------------------------------- */
+
+/* Monotonic nanoseconds. */
+int64_t tutti__now_ns(void);
+static inline int64_t tutti__deadline_after(double seconds) {
+  return tutti__now_ns() + (int64_t)(seconds * 1e9);
+}
+
+/* ---- Communicator -------------------------------------------------------------------- */
+
+struct tutti_transport;
+struct tutti_xfer;
+struct tutti_want;
+
+#define TUTTI_HOST_BYTES 64
+
+/* What every rank knows about every other after bootstrap. */
+typedef struct tutti_peer {
+  int32_t pid;
+  uint32_t ip;   /* network order */
+  uint16_t port; /* network order; the peer's data listener */
+  char host[TUTTI_HOST_BYTES];
+  char boot_id[40];
+  int local_index; /* index among the ranks of this host, or -1 for a remote host */
+  int kind;        /* TUTTI_TRANSPORT_SHM or _TCP for peers, 0 for this rank */
+  struct tutti_transport *tp;
+  struct tutti_xfer *sendq_head, *sendq_tail; /* posted, unfinished sends to this peer */
+  struct tutti_xfer *recvq_head, *recvq_tail; /* posted, unfinished receives from it */
+} tutti_peer_t;
+
+struct tutti_comm {
+  int rank;
+  int nranks;
+  tutti_config_t cfg;
+  uint64_t job_id;
+  tutti_peer_t *peers;
+  int nlocal;          /* ranks on this host, this one included */
+  int oversubscribed;  /* more local ranks than CPUs: yield instead of spinning */
+  struct tutti_transport *shm;
+  struct tutti_transport *tcp;
+  uint32_t seq;        /* collectives started on this communicator */
+  const char *op_name; /* the API call in progress, for messages */
+  atomic_int aborted;  /* set by tutti_comm_abort, possibly from another thread */
+  tutti_result_t failed; /* first fatal error; the communicator refuses work after it */
+  char last_error[512];
+  struct tutti_want *wants; /* nranks entries, used by the wait loop */
+  void *scratch;       /* reused working memory of the algorithms */
+  size_t scratch_bytes;
+};
+
+/* Records the first error of comm as a sentence "OP (rank R of N): REASON" and returns res.
+ * Later errors are logged but do not overwrite the first. */
+tutti_result_t tutti__error(struct tutti_comm *comm, tutti_result_t res, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Marks comm failed with res (after tutti__error recorded why) and tells the peers through
+ * every transport, so that ranks waiting on this one fail promptly instead of timing out. */
+void tutti__comm_fail(struct tutti_comm *comm, tutti_result_t res);
+
+/* "rank 3 (pid 812 on host a)" into buf. */
+const char *tutti__peer_desc(const struct tutti_comm *comm, int peer, char *buf, size_t len);
+
+/* Returns at least bytes of scratch memory owned by comm, reused across calls. */
+tutti_result_t tutti__scratch(struct tutti_comm *comm, size_t bytes, void **out);
+
+#endif

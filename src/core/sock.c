@@ -1,0 +1,202 @@
+#include "core/sock.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+static tutti_result_t sys_err(char *err, size_t errlen, const char *what) {
+  snprintf(err, errlen, "%s: %s", what, strerror(errno));
+  return TUTTI_ERR_SYSTEM;
+}
+
+static int ms_left(int64_t deadline) {
+  int64_t ms = (deadline - tutti__now_ns()) / 1000000;
+  return ms < 0 ? 0 : ms > 1000 ? 1000 : (int)ms;
+}
+
+const char *tutti__sock_addr_str(uint32_t ip, uint16_t port, char *buf, size_t len) {
+  char a[INET_ADDRSTRLEN];
+  struct in_addr in = {.s_addr = ip};
+  inet_ntop(AF_INET, &in, a, sizeof a);
+  snprintf(buf, len, "%s:%u", a, (unsigned)ntohs(port));
+  return buf;
+}
+
+tutti_result_t tutti__sock_listen(uint32_t ip, uint16_t port, int backlog, int *fd,
+                                  uint16_t *bound_port, char *err, size_t errlen) {
+  int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (s < 0) return sys_err(err, errlen, "socket");
+  int one = 1;
+  setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = port, .sin_addr.s_addr = ip};
+  char a[64];
+  if (bind(s, (struct sockaddr *)&sa, sizeof sa) != 0) {
+    snprintf(err, errlen, "cannot listen on %s: %s", tutti__sock_addr_str(ip, port, a, sizeof a),
+             strerror(errno));
+    close(s);
+    return TUTTI_ERR_SYSTEM;
+  }
+  socklen_t sl = sizeof sa;
+  if (listen(s, backlog) != 0 || getsockname(s, (struct sockaddr *)&sa, &sl) != 0) {
+    close(s);
+    return sys_err(err, errlen, "listen");
+  }
+  *fd = s;
+  if (bound_port) *bound_port = sa.sin_port;
+  return TUTTI_SUCCESS;
+}
+
+/* Waits for fd to become ready for events, up to the deadline. */
+static tutti_result_t wait_fd(int fd, short events, int64_t deadline, const char *what,
+                              char *err, size_t errlen) {
+  for (;;) {
+    struct pollfd p = {.fd = fd, .events = events};
+    int rc = poll(&p, 1, ms_left(deadline));
+    if (rc > 0) return TUTTI_SUCCESS;
+    if (rc < 0 && errno != EINTR) return sys_err(err, errlen, "poll");
+    if (tutti__now_ns() >= deadline) {
+      snprintf(err, errlen, "timed out %s", what);
+      return TUTTI_ERR_TIMEOUT;
+    }
+  }
+}
+
+tutti_result_t tutti__sock_connect(uint32_t ip, uint16_t port, int64_t deadline, int retry,
+                                   int *fd, char *err, size_t errlen) {
+  char a[64];
+  tutti__sock_addr_str(ip, port, a, sizeof a);
+  for (;;) {
+    int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (s < 0) return sys_err(err, errlen, "socket");
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = port, .sin_addr.s_addr = ip};
+    int rc = connect(s, (struct sockaddr *)&sa, sizeof sa);
+    int e = rc == 0 ? 0 : errno;
+    if (e == EINPROGRESS) {
+      tutti_result_t r = wait_fd(s, POLLOUT, deadline, "connecting", err, errlen);
+      if (r != TUTTI_SUCCESS) {
+        close(s);
+        snprintf(err, errlen, "timed out connecting to %s", a);
+        return r;
+      }
+      socklen_t el = sizeof e;
+      getsockopt(s, SOL_SOCKET, SO_ERROR, &e, &el);
+    }
+    if (e == 0) {
+      int fl = fcntl(s, F_GETFL);
+      fcntl(s, F_SETFL, fl & ~O_NONBLOCK);
+      *fd = s;
+      return TUTTI_SUCCESS;
+    }
+    close(s);
+    int transient = e == ECONNREFUSED || e == ECONNRESET || e == ETIMEDOUT || e == EAGAIN;
+    if (!retry || !transient || tutti__now_ns() >= deadline) {
+      snprintf(err, errlen, "cannot connect to %s: %s", a, strerror(e));
+      return transient ? TUTTI_ERR_TIMEOUT : TUTTI_ERR_SYSTEM;
+    }
+    struct timespec nap = {0, 20 * 1000000}; /* the listener may not be up yet */
+    nanosleep(&nap, NULL);
+  }
+}
+
+tutti_result_t tutti__sock_accept(int lfd, int64_t deadline, int *fd, char *err, size_t errlen) {
+  for (;;) {
+    TRY(wait_fd(lfd, POLLIN, deadline, "waiting for connections", err, errlen));
+    int s = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+    if (s >= 0) {
+      *fd = s;
+      return TUTTI_SUCCESS;
+    }
+    if (errno != EINTR && errno != ECONNABORTED && errno != EAGAIN)
+      return sys_err(err, errlen, "accept");
+  }
+}
+
+tutti_result_t tutti__sock_send_all(int fd, const void *buf, size_t len, int64_t deadline,
+                                    char *err, size_t errlen) {
+  const char *p = buf;
+  while (len) {
+    ssize_t n = send(fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) {
+      p += n;
+      len -= (size_t)n;
+    } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+      TRY(wait_fd(fd, POLLOUT, deadline, "sending", err, errlen));
+    } else {
+      snprintf(err, errlen, "send failed: %s", strerror(errno));
+      return TUTTI_ERR_REMOTE;
+    }
+  }
+  return TUTTI_SUCCESS;
+}
+
+tutti_result_t tutti__sock_recv_all(int fd, void *buf, size_t len, int64_t deadline,
+                                    char *err, size_t errlen) {
+  char *p = buf;
+  while (len) {
+    ssize_t n = recv(fd, p, len, MSG_DONTWAIT);
+    if (n > 0) {
+      p += n;
+      len -= (size_t)n;
+    } else if (n == 0) {
+      snprintf(err, errlen, "connection closed by the other side");
+      return TUTTI_ERR_REMOTE;
+    } else if (errno == EAGAIN || errno == EINTR) {
+      TRY(wait_fd(fd, POLLIN, deadline, "receiving", err, errlen));
+    } else {
+      snprintf(err, errlen, "recv failed: %s", strerror(errno));
+      return TUTTI_ERR_REMOTE;
+    }
+  }
+  return TUTTI_SUCCESS;
+}
+
+tutti_result_t tutti__sock_ifaddr(const char *ifname, uint32_t *ip, char *err, size_t errlen) {
+  struct ifaddrs *ifs;
+  if (getifaddrs(&ifs) != 0) return sys_err(err, errlen, "getifaddrs");
+  int found = 0;
+  for (struct ifaddrs *i = ifs; i && !found; i = i->ifa_next) {
+    if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET || strcmp(i->ifa_name, ifname))
+      continue;
+    *ip = ((struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr.s_addr;
+    found = 1;
+  }
+  freeifaddrs(ifs);
+  if (!found) {
+    snprintf(err, errlen, "no IPv4 address on interface %s (TUTTI_SOCKET_IFNAME)", ifname);
+    return TUTTI_ERR_INVALID_ARGUMENT;
+  }
+  return TUTTI_SUCCESS;
+}
+
+tutti_result_t tutti__sock_resolve(const char *host, uint32_t *ip, char *err, size_t errlen) {
+  struct in_addr in;
+  if (inet_pton(AF_INET, host, &in) == 1) {
+    *ip = in.s_addr;
+    return TUTTI_SUCCESS;
+  }
+  struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM}, *res;
+  int rc = getaddrinfo(host, NULL, &hints, &res);
+  if (rc != 0) {
+    snprintf(err, errlen, "cannot resolve host %s: %s", host, gai_strerror(rc));
+    return TUTTI_ERR_INVALID_ARGUMENT;
+  }
+  *ip = ((struct sockaddr_in *)(void *)res->ai_addr)->sin_addr.s_addr;
+  freeaddrinfo(res);
+  return TUTTI_SUCCESS;
+}
+
+void tutti__sock_nodelay_nonblock(int fd) {
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+}

@@ -1,0 +1,249 @@
+/*
+ * Posted operations over any transport: per-peer FIFO queues, message headers, and the one
+ * wait loop (spin briefly, then sleep in the transport) with a deadline. Written once for
+ * every transport and every algorithm.
+ */
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "transport/transport.h"
+
+#define HDR_BYTES sizeof(tutti_msg_hdr_t)
+
+static void enqueue(tutti_xfer_t **head, tutti_xfer_t **tail, tutti_xfer_t *op) {
+  op->next = NULL;
+  if (*tail)
+    (*tail)->next = op;
+  else
+    *head = op;
+  *tail = op;
+}
+
+static void dequeue(tutti_xfer_t **head, tutti_xfer_t **tail) {
+  *head = (*head)->next;
+  if (!*head) *tail = NULL;
+}
+
+static void op_init(struct tutti_comm *comm, tutti_xfer_t *op, int kind, int peer, void *buf,
+                    size_t len) {
+  op->kind = kind;
+  op->peer = peer;
+  op->buf = buf;
+  op->len = len;
+  op->done = 0;
+  op->complete = 0;
+  op->hdr.magic = TUTTI_MSG_MAGIC;
+  op->hdr.seq = comm->seq;
+  op->hdr.len = len;
+}
+
+/* Pushes the send queue of peer as far as the transport allows. */
+static tutti_result_t progress_sends(struct tutti_comm *comm, int peer, int *moved_any) {
+  tutti_peer_t *p = &comm->peers[peer];
+  while (p->sendq_head) {
+    tutti_xfer_t *op = p->sendq_head;
+    struct iovec iov[2];
+    int cnt = 0;
+    if (op->done < HDR_BYTES) {
+      iov[cnt].iov_base = (char *)&op->hdr + op->done;
+      iov[cnt++].iov_len = HDR_BYTES - op->done;
+    }
+    size_t sent = op->done > HDR_BYTES ? op->done - HDR_BYTES : 0;
+    if (op->len > sent) {
+      iov[cnt].iov_base = op->buf + sent;
+      iov[cnt++].iov_len = op->len - sent;
+    }
+    size_t moved = 0;
+    TRY(p->tp->ops->send(p->tp, peer, iov, cnt, &moved));
+    op->done += moved;
+    if (moved) *moved_any = 1;
+    if (op->done < HDR_BYTES + op->len) break;
+    op->complete = 1;
+    dequeue(&p->sendq_head, &p->sendq_tail);
+  }
+  return TUTTI_SUCCESS;
+}
+
+/* A header that does not match what this rank posted means the ranks disagree on the call
+ * sequence or the sizes; reading on would misinterpret bytes, so fail loudly instead. */
+static tutti_result_t check_header(struct tutti_comm *comm, const tutti_xfer_t *op,
+                                   const tutti_msg_hdr_t *got) {
+  char who[128];
+  if (got->magic != TUTTI_MSG_MAGIC)
+    return tutti__error(comm, TUTTI_ERR_REMOTE, "received a corrupt message header from %s",
+                        tutti__peer_desc(comm, op->peer, who, sizeof who));
+  if (got->seq != op->hdr.seq || got->len != op->len)
+    return tutti__error(comm, TUTTI_ERR_INVALID_USAGE,
+                        "%s sent %llu bytes for its collective #%u while this rank expected "
+                        "%llu bytes for collective #%u: the ranks called different "
+                        "collectives, counts or dtypes",
+                        tutti__peer_desc(comm, op->peer, who, sizeof who),
+                        (unsigned long long)got->len, got->seq, (unsigned long long)op->len,
+                        op->hdr.seq);
+  return TUTTI_SUCCESS;
+}
+
+static tutti_result_t progress_recvs(struct tutti_comm *comm, int peer, int *moved_any) {
+  tutti_peer_t *p = &comm->peers[peer];
+  while (p->recvq_head) {
+    tutti_xfer_t *op = p->recvq_head;
+    size_t moved = 0;
+    if (op->done < HDR_BYTES) {
+      TRY(p->tp->ops->recv(p->tp, peer, (char *)&op->got + op->done, HDR_BYTES - op->done,
+                           &moved));
+      op->done += moved;
+      if (moved) *moved_any = 1;
+      if (op->done < HDR_BYTES) break;
+      TRY(check_header(comm, op, &op->got));
+      moved = 0;
+    }
+    size_t rcvd = op->done - HDR_BYTES;
+    TRY(p->tp->ops->recv(p->tp, peer, op->buf + rcvd, op->len - rcvd, &moved));
+    op->done += moved;
+    if (moved) *moved_any = 1;
+    if (op->done < HDR_BYTES + op->len) break;
+    op->complete = 1;
+    dequeue(&p->recvq_head, &p->recvq_tail);
+  }
+  return TUTTI_SUCCESS;
+}
+
+static tutti_result_t progress_peer(struct tutti_comm *comm, int peer, int *moved_any) {
+  TRY(progress_sends(comm, peer, moved_any));
+  return progress_recvs(comm, peer, moved_any);
+}
+
+static tutti_result_t progress_all(struct tutti_comm *comm, int *moved_any) {
+  for (int i = 0; i < comm->nranks; i++) {
+    tutti_peer_t *p = &comm->peers[i];
+    if (p->sendq_head || p->recvq_head) TRY(progress_peer(comm, i, moved_any));
+  }
+  return TUTTI_SUCCESS;
+}
+
+tutti_result_t tutti__isend(struct tutti_comm *comm, tutti_xfer_t *op, int peer, const void *buf,
+                            size_t len) {
+  tutti_peer_t *p = &comm->peers[peer];
+  op_init(comm, op, TUTTI_OP_SEND, peer, (void *)buf, len);
+  enqueue(&p->sendq_head, &p->sendq_tail, op);
+  /* Start moving at once: small messages usually finish here, without entering the wait. */
+  int moved = 0;
+  return progress_sends(comm, peer, &moved);
+}
+
+tutti_result_t tutti__irecv(struct tutti_comm *comm, tutti_xfer_t *op, int peer, void *buf,
+                            size_t len) {
+  tutti_peer_t *p = &comm->peers[peer];
+  op_init(comm, op, TUTTI_OP_RECV, peer, buf, len);
+  enqueue(&p->recvq_head, &p->recvq_tail, op);
+  return TUTTI_SUCCESS;
+}
+
+void tutti__drop_ops(struct tutti_comm *comm) {
+  for (int i = 0; i < comm->nranks; i++) {
+    tutti_peer_t *p = &comm->peers[i];
+    p->sendq_head = p->sendq_tail = NULL;
+    p->recvq_head = p->recvq_tail = NULL;
+  }
+}
+
+/* Names what this rank still waits for, so that a timeout points at the culprit. */
+static tutti_result_t timeout_error(struct tutti_comm *comm) {
+  char what[320] = "", who[128];
+  size_t used = 0;
+  int listed = 0;
+  for (int i = 0; i < comm->nranks && listed < 4; i++) {
+    tutti_peer_t *p = &comm->peers[i];
+    const tutti_xfer_t *op = p->recvq_head ? p->recvq_head : p->sendq_head;
+    if (!op) continue;
+    size_t left = HDR_BYTES + op->len - op->done;
+    int w = snprintf(what + used, sizeof what - used, "%s%s to %s %zu more bytes",
+                     listed ? "; " : "", tutti__peer_desc(comm, i, who, sizeof who),
+                     op->kind == TUTTI_OP_RECV ? "send" : "accept", left);
+    if (w < 0 || (size_t)w >= sizeof what - used) break;
+    used += (size_t)w;
+    listed++;
+  }
+  return tutti__error(comm, TUTTI_ERR_TIMEOUT, "timed out after %.1f s waiting for %s",
+                      comm->cfg.timeout_s, listed ? what : "peers");
+}
+
+/* Collects, for one transport, which peers this rank waits on. */
+static int collect_wants(struct tutti_comm *comm, tutti_transport_t *tp, tutti_want_t *wants) {
+  int n = 0;
+  for (int i = 0; i < comm->nranks; i++) {
+    tutti_peer_t *p = &comm->peers[i];
+    if (p->tp != tp) continue;
+    int what = (p->sendq_head ? TUTTI_WANT_SEND : 0) | (p->recvq_head ? TUTTI_WANT_RECV : 0);
+    if (what) {
+      wants[n].peer = i;
+      wants[n++].what = what;
+    }
+  }
+  return n;
+}
+
+static tutti_result_t block_once(struct tutti_comm *comm, int64_t deadline,
+                                 tutti_want_t *wants) {
+  int64_t left_ms = (deadline - tutti__now_ns()) / 1000000;
+  /* Short slices bound how late an abort from another thread or a dead peer is noticed. */
+  int slice = left_ms < 100 ? (int)(left_ms > 0 ? left_ms : 0) : 100;
+  tutti_transport_t *tps[2] = {comm->shm, comm->tcp};
+  int nw[2] = {0, 0};
+  for (int t = 0; t < 2; t++)
+    if (tps[t]) nw[t] = collect_wants(comm, tps[t], wants + (t ? nw[0] : 0));
+  /* Neither transport can sleep on the other's events, so with both busy each sleeps 1 ms. */
+  if (nw[0] && nw[1]) slice = slice < 1 ? slice : 1;
+  for (int t = 0; t < 2; t++)
+    if (nw[t]) TRY(tps[t]->ops->block(tps[t], wants + (t ? nw[0] : 0), nw[t], slice));
+  return TUTTI_SUCCESS;
+}
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+tutti_result_t tutti__wait(struct tutti_comm *comm, tutti_xfer_t *op, int64_t deadline) {
+  tutti_result_t res = TUTTI_SUCCESS;
+  int64_t spin_until = 0;
+  unsigned idle = 0;
+  while (!op->complete) {
+    if (atomic_load_explicit(&comm->aborted, memory_order_relaxed)) {
+      res = tutti__error(comm, TUTTI_ERR_ABORTED, "the communicator was aborted");
+      goto out;
+    }
+    int moved = 0;
+    TRY_GOTO(progress_all(comm, &moved), res, out);
+    if (op->complete) break;
+    if (moved) {
+      idle = 0;
+      continue;
+    }
+    /* Spin about as long as a wake-up costs; with more ranks than cores, spinning steals the
+     * core the peer needs, so yield a few times instead and then sleep. */
+    if (idle++ == 0) spin_until = tutti__now_ns() + (int64_t)(comm->cfg.spin_us * 1000);
+    if (comm->oversubscribed) {
+      if (idle < 8) {
+        sched_yield();
+        continue;
+      }
+    } else if ((idle & 63) != 0 || tutti__now_ns() < spin_until) {
+      cpu_relax();
+      continue;
+    }
+    if (tutti__now_ns() >= deadline) {
+      res = timeout_error(comm);
+      goto out;
+    }
+    TRY_GOTO(block_once(comm, deadline, comm->wants), res, out);
+  }
+out:
+  if (res != TUTTI_SUCCESS) {
+    tutti__comm_fail(comm, res);
+    tutti__drop_ops(comm);
+  }
+  return res;
+}

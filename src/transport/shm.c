@@ -1,0 +1,360 @@
+/*
+ * Shared-memory transport between the ranks of one host. One segment per host holds, for
+ * every ordered pair of local ranks, a single-producer single-consumer byte ring, and for
+ * every local rank a doorbell word it sleeps on with a futex. The lowest rank of the host
+ * creates the segment; it is unlinked as soon as every local rank has mapped it, so a crash
+ * leaves nothing in /dev/shm.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "transport/transport.h"
+
+#define SHM_MAGIC 0x7475747469534d31ull /* "tuttiSM1" */
+#define CACHELINE 64
+#define PAGE 4096
+
+typedef struct shm_header {
+  uint64_t magic;
+  uint64_t job_id;
+  uint64_t queue_bytes;
+  uint64_t total_bytes;
+  uint32_t nlocal;
+  _Atomic uint32_t ready;    /* set by the creator once the layout is initialised */
+  _Atomic uint32_t attached; /* local ranks that have mapped the segment */
+  _Atomic int32_t failed;    /* 1 + global rank of the first rank that failed, or 0 */
+} shm_header_t;
+
+/* Per local rank: the word it sleeps on, and whether it sleeps (so wakers skip the syscall). */
+typedef struct shm_slot {
+  _Alignas(CACHELINE) _Atomic uint32_t doorbell;
+  _Atomic uint32_t sleeping;
+} shm_slot_t;
+
+/* Producer and consumer counters on separate lines so they do not bounce together. */
+typedef struct shm_ring {
+  _Alignas(CACHELINE) _Atomic uint64_t head; /* bytes written, owned by the producer */
+  _Alignas(CACHELINE) _Atomic uint64_t tail; /* bytes read, owned by the consumer */
+} shm_ring_t;
+
+typedef struct shm_transport {
+  tutti_transport_t base;
+  char *seg;
+  size_t seg_bytes;
+  shm_header_t *hdr;
+  shm_slot_t *slots;
+  shm_ring_t *rings;
+  char *data;
+  size_t qbytes;
+  int nlocal;
+  int me;      /* local index of this rank */
+  int *pidfd;  /* per local index; -1 where pidfd_open is refused */
+  int *global; /* global rank of each local index */
+} shm_transport_t;
+
+static size_t round_up(size_t x, size_t to) { return (x + to - 1) / to * to; }
+
+static size_t slots_offset(void) { return round_up(sizeof(shm_header_t), PAGE); }
+static size_t rings_offset(int n) {
+  return slots_offset() + round_up((size_t)n * sizeof(shm_slot_t), PAGE);
+}
+static size_t data_offset(int n) {
+  return rings_offset(n) + round_up((size_t)n * (size_t)n * sizeof(shm_ring_t), PAGE);
+}
+
+static inline size_t pair(const shm_transport_t *s, int from, int to) {
+  return (size_t)from * (size_t)s->nlocal + (size_t)to;
+}
+
+static long futex(_Atomic uint32_t *addr, int op, uint32_t val, const struct timespec *ts) {
+  return syscall(SYS_futex, (uint32_t *)addr, op, val, ts, NULL, 0);
+}
+
+static void ring_bell(shm_transport_t *s, int li) {
+  shm_slot_t *slot = &s->slots[li];
+  atomic_fetch_add(&slot->doorbell, 1);
+  if (atomic_load(&slot->sleeping)) futex(&slot->doorbell, FUTEX_WAKE, INT_MAX, NULL);
+}
+
+static tutti_result_t check_failed(shm_transport_t *s) {
+  int32_t f = atomic_load_explicit(&s->hdr->failed, memory_order_acquire);
+  struct tutti_comm *comm = s->base.comm;
+  if (f == 0 || f - 1 == comm->rank) return TUTTI_SUCCESS;
+  char who[128];
+  return tutti__error(comm, TUTTI_ERR_REMOTE, "%s failed and abandoned the collective",
+                      tutti__peer_desc(comm, f - 1, who, sizeof who));
+}
+
+static tutti_result_t shm_send(tutti_transport_t *t, int peer, const struct iovec *iov,
+                               int iovcnt, size_t *moved) {
+  shm_transport_t *s = (shm_transport_t *)t;
+  int to = t->comm->peers[peer].local_index;
+  size_t q = pair(s, s->me, to);
+  shm_ring_t *r = &s->rings[q];
+  char *data = s->data + q * s->qbytes;
+  uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
+  uint64_t tail = atomic_load_explicit(&r->tail, memory_order_acquire);
+  size_t room = s->qbytes - (size_t)(head - tail), total = 0;
+  for (int i = 0; i < iovcnt && room > 0; i++) {
+    const char *src = iov[i].iov_base;
+    size_t n = iov[i].iov_len < room ? iov[i].iov_len : room;
+    size_t pos = (size_t)(head + total) & (s->qbytes - 1);
+    size_t first = n < s->qbytes - pos ? n : s->qbytes - pos;
+    memcpy(data + pos, src, first);
+    memcpy(data, src + first, n - first);
+    total += n;
+    room -= n;
+  }
+  *moved = total;
+  if (total) {
+    atomic_store_explicit(&r->head, head + total, memory_order_release);
+    ring_bell(s, to);
+  }
+  return TUTTI_SUCCESS;
+}
+
+static tutti_result_t shm_recv(tutti_transport_t *t, int peer, void *buf, size_t len,
+                               size_t *moved) {
+  shm_transport_t *s = (shm_transport_t *)t;
+  int from = t->comm->peers[peer].local_index;
+  size_t q = pair(s, from, s->me);
+  shm_ring_t *r = &s->rings[q];
+  const char *data = s->data + q * s->qbytes;
+  uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+  uint64_t head = atomic_load_explicit(&r->head, memory_order_acquire);
+  size_t avail = (size_t)(head - tail);
+  /* A counter pair that claims more than a full ring can only come from corruption. */
+  if (avail > s->qbytes) {
+    char who[128];
+    return tutti__error(t->comm, TUTTI_ERR_INTERNAL, "shared queue from %s is corrupt",
+                        tutti__peer_desc(t->comm, peer, who, sizeof who));
+  }
+  size_t n = len < avail ? len : avail;
+  *moved = n;
+  if (!n) return TUTTI_SUCCESS;
+  size_t pos = (size_t)tail & (s->qbytes - 1);
+  size_t first = n < s->qbytes - pos ? n : s->qbytes - pos;
+  memcpy(buf, data + pos, first);
+  memcpy((char *)buf + first, data, n - first);
+  atomic_store_explicit(&r->tail, tail + n, memory_order_release);
+  ring_bell(s, from);
+  return TUTTI_SUCCESS;
+}
+
+static int want_ready(shm_transport_t *s, const tutti_want_t *w) {
+  int li = s->base.comm->peers[w->peer].local_index;
+  if (w->what & TUTTI_WANT_RECV) {
+    shm_ring_t *r = &s->rings[pair(s, li, s->me)];
+    if (atomic_load(&r->head) != atomic_load(&r->tail)) return 1;
+  }
+  if (w->what & TUTTI_WANT_SEND) {
+    shm_ring_t *r = &s->rings[pair(s, s->me, li)];
+    if (atomic_load(&r->head) - atomic_load(&r->tail) < s->qbytes) return 1;
+  }
+  return 0;
+}
+
+/* A dead peer never rings; its pidfd becomes readable when it exits. */
+static tutti_result_t check_alive(shm_transport_t *s, const tutti_want_t *wants, int n) {
+  struct tutti_comm *comm = s->base.comm;
+  for (int i = 0; i < n; i++) {
+    int li = comm->peers[wants[i].peer].local_index;
+    int dead;
+    if (s->pidfd[li] >= 0) {
+      struct pollfd pfd = {.fd = s->pidfd[li], .events = POLLIN};
+      dead = poll(&pfd, 1, 0) > 0;
+    } else {
+      dead = kill(comm->peers[wants[i].peer].pid, 0) != 0 && errno == ESRCH;
+    }
+    if (dead) {
+      char who[128];
+      return tutti__error(comm, TUTTI_ERR_REMOTE, "%s died during the collective",
+                          tutti__peer_desc(comm, wants[i].peer, who, sizeof who));
+    }
+  }
+  return TUTTI_SUCCESS;
+}
+
+static tutti_result_t shm_block(tutti_transport_t *t, const tutti_want_t *wants, int nwants,
+                                int timeout_ms) {
+  shm_transport_t *s = (shm_transport_t *)t;
+  shm_slot_t *slot = &s->slots[s->me];
+  /* Announce sleep, then read the bell, then re-check: a producer that updates a ring after
+   * our check also bumps the bell, so FUTEX_WAIT returns at once instead of missing it. */
+  atomic_store(&slot->sleeping, 1);
+  uint32_t bell = atomic_load(&slot->doorbell);
+  int ready = atomic_load(&s->hdr->failed) != 0;
+  for (int i = 0; i < nwants && !ready; i++) ready = want_ready(s, &wants[i]);
+  long rc = 0;
+  if (!ready && timeout_ms > 0) {
+    struct timespec ts = {timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000};
+    rc = futex(&slot->doorbell, FUTEX_WAIT, bell, &ts);
+  }
+  atomic_store(&slot->sleeping, 0);
+  TRY(check_failed(s));
+  if (!ready && (rc != 0 || timeout_ms == 0)) TRY(check_alive(s, wants, nwants));
+  return TUTTI_SUCCESS;
+}
+
+static void shm_wake(tutti_transport_t *t) {
+  shm_transport_t *s = (shm_transport_t *)t;
+  ring_bell(s, s->me);
+}
+
+static void shm_fail(tutti_transport_t *t) {
+  shm_transport_t *s = (shm_transport_t *)t;
+  int32_t expected = 0;
+  atomic_compare_exchange_strong(&s->hdr->failed, &expected, t->comm->rank + 1);
+  for (int i = 0; i < s->nlocal; i++)
+    if (i != s->me) ring_bell(s, i);
+}
+
+static void shm_destroy(tutti_transport_t *t) {
+  shm_transport_t *s = (shm_transport_t *)t;
+  if (s->seg) munmap(s->seg, s->seg_bytes);
+  for (int i = 0; s->pidfd && i < s->nlocal; i++)
+    if (s->pidfd[i] >= 0) close(s->pidfd[i]);
+  free(s->pidfd);
+  free(s->global);
+  free(s);
+}
+
+static const tutti_transport_ops_t shm_ops = {
+    .name = "shm",
+    .send = shm_send,
+    .recv = shm_recv,
+    .block = shm_block,
+    .wake = shm_wake,
+    .fail = shm_fail,
+    .destroy = shm_destroy,
+};
+
+static void nap_us(long us) {
+  struct timespec ts = {0, us * 1000};
+  nanosleep(&ts, NULL);
+}
+
+/* The creator sizes and initialises the segment; the others wait for it to appear. */
+static tutti_result_t shm_map(shm_transport_t *s, const char *name, int64_t deadline) {
+  struct tutti_comm *comm = s->base.comm;
+  int fd = -1;
+  if (s->me == 0) {
+    fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+    if (fd < 0 || ftruncate(fd, (off_t)s->seg_bytes) != 0) {
+      int e = errno;
+      if (fd >= 0) {
+        close(fd);
+        shm_unlink(name);
+      }
+      return tutti__error(comm, TUTTI_ERR_SYSTEM, "cannot create shared segment %s of %zu "
+                          "bytes: %s", name, s->seg_bytes, strerror(e));
+    }
+  } else {
+    for (;;) {
+      fd = shm_open(name, O_RDWR | O_CLOEXEC, 0600);
+      struct stat st;
+      if (fd >= 0 && fstat(fd, &st) == 0 && (size_t)st.st_size == s->seg_bytes) break;
+      if (fd >= 0) close(fd);
+      if (tutti__now_ns() > deadline)
+        return tutti__error(comm, TUTTI_ERR_TIMEOUT, "shared segment %s never appeared "
+                            "(the host's first rank %d did not create it)", name, s->global[0]);
+      nap_us(500);
+    }
+  }
+  void *p = mmap(NULL, s->seg_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  int e = errno;
+  close(fd);
+  if (p == MAP_FAILED) {
+    if (s->me == 0) shm_unlink(name);
+    return tutti__error(comm, TUTTI_ERR_SYSTEM, "cannot map shared segment %s: %s", name,
+                        strerror(e));
+  }
+  s->seg = p;
+  s->hdr = (shm_header_t *)p;
+  s->slots = (shm_slot_t *)(s->seg + slots_offset());
+  s->rings = (shm_ring_t *)(s->seg + rings_offset(s->nlocal));
+  s->data = s->seg + data_offset(s->nlocal);
+  if (s->me == 0) {
+    s->hdr->magic = SHM_MAGIC;
+    s->hdr->job_id = comm->job_id;
+    s->hdr->queue_bytes = s->qbytes;
+    s->hdr->total_bytes = s->seg_bytes;
+    s->hdr->nlocal = (uint32_t)s->nlocal;
+    atomic_store_explicit(&s->hdr->ready, 1, memory_order_release);
+  }
+  while (!atomic_load_explicit(&s->hdr->ready, memory_order_acquire)) {
+    if (tutti__now_ns() > deadline)
+      return tutti__error(comm, TUTTI_ERR_TIMEOUT, "shared segment %s was never initialised",
+                          name);
+    nap_us(200);
+  }
+  if (s->hdr->magic != SHM_MAGIC || s->hdr->job_id != comm->job_id ||
+      s->hdr->nlocal != (uint32_t)s->nlocal || s->hdr->queue_bytes != s->qbytes)
+    return tutti__error(comm, TUTTI_ERR_INVALID_USAGE, "shared segment %s belongs to another "
+                        "job or was made with another TUTTI_SHM_QUEUE_SIZE", name);
+  return TUTTI_SUCCESS;
+}
+
+tutti_result_t tutti__shm_create(struct tutti_comm *comm, tutti_transport_t **out) {
+  tutti_result_t res = TUTTI_SUCCESS;
+  shm_transport_t *s = calloc(1, sizeof *s);
+  if (!s) return tutti__error(comm, TUTTI_ERR_SYSTEM, "out of memory creating shm transport");
+  s->base.ops = &shm_ops;
+  s->base.comm = comm;
+  s->nlocal = comm->nlocal;
+  s->me = comm->peers[comm->rank].local_index;
+  s->qbytes = comm->cfg.shm_queue_bytes;
+  s->seg_bytes = data_offset(s->nlocal) + (size_t)s->nlocal * (size_t)s->nlocal * s->qbytes;
+  s->pidfd = malloc((size_t)s->nlocal * sizeof *s->pidfd);
+  s->global = malloc((size_t)s->nlocal * sizeof *s->global);
+  if (!s->pidfd || !s->global) {
+    res = tutti__error(comm, TUTTI_ERR_SYSTEM, "out of memory creating shm transport");
+    goto out;
+  }
+  for (int i = 0; i < s->nlocal; i++) s->pidfd[i] = -1;
+  for (int r = 0; r < comm->nranks; r++) {
+    if (comm->peers[r].local_index >= 0) s->global[comm->peers[r].local_index] = r;
+    if (comm->peers[r].kind == TUTTI_TRANSPORT_SHM) comm->peers[r].tp = &s->base;
+  }
+
+  char name[64];
+  snprintf(name, sizeof name, "/tutti-%016llx-%d", (unsigned long long)comm->job_id,
+           s->global[0]);
+  int64_t deadline = tutti__deadline_after(comm->cfg.timeout_s);
+  TRY_GOTO(shm_map(s, name, deadline), res, out);
+  atomic_fetch_add(&s->hdr->attached, 1);
+  if (s->me == 0) {
+    while (atomic_load(&s->hdr->attached) < (uint32_t)s->nlocal && tutti__now_ns() < deadline)
+      nap_us(200);
+    shm_unlink(name);
+    if (atomic_load(&s->hdr->attached) < (uint32_t)s->nlocal) {
+      res = tutti__error(comm, TUTTI_ERR_TIMEOUT, "only %u of %d local ranks mapped the "
+                         "shared segment", atomic_load(&s->hdr->attached), s->nlocal);
+      goto out;
+    }
+  }
+  for (int i = 0; i < s->nlocal; i++)
+    if (i != s->me)
+      s->pidfd[i] = (int)syscall(SYS_pidfd_open, comm->peers[s->global[i]].pid, 0);
+  INFO("shm", comm->rank, "segment %s: %d local ranks, %zu-byte queues", name, s->nlocal,
+       s->qbytes);
+out:
+  if (res != TUTTI_SUCCESS) {
+    shm_destroy(&s->base);
+    return res;
+  }
+  *out = &s->base;
+  return TUTTI_SUCCESS;
+}

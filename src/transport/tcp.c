@@ -1,0 +1,211 @@
+/*
+ * TCP transport: one non-blocking, TCP_NODELAY socket per peer pair. Rank i connects to
+ * every lower rank's data listener and accepts every higher one, so each pair has exactly one
+ * connection. Large messages stream as the kernel accepts them; waiting is one poll() over
+ * the sockets this rank waits on plus an eventfd for tutti_comm_abort.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "core/sock.h"
+#include "transport/transport.h"
+
+#define TCP_HELLO_MAGIC 0x74747463u /* "tttc" */
+
+typedef struct tcp_hello {
+  uint32_t magic;
+  int32_t rank;
+  uint64_t job_id;
+} tcp_hello_t;
+
+typedef struct tcp_transport {
+  tutti_transport_t base;
+  int *fd;          /* per global rank; -1 for peers on other transports */
+  int wake_fd;      /* eventfd that tutti_comm_abort writes */
+  struct pollfd *pfd;
+} tcp_transport_t;
+
+static tutti_result_t peer_error(tcp_transport_t *t, int peer, const char *what, int e) {
+  char who[128];
+  struct tutti_comm *comm = t->base.comm;
+  return tutti__error(comm, TUTTI_ERR_REMOTE, "%s %s%s%s", what,
+                      tutti__peer_desc(comm, peer, who, sizeof who), e ? ": " : "",
+                      e ? strerror(e) : "");
+}
+
+static tutti_result_t tcp_send(tutti_transport_t *tp, int peer, const struct iovec *iov,
+                               int iovcnt, size_t *moved) {
+  tcp_transport_t *t = (tcp_transport_t *)tp;
+  struct msghdr m = {.msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt};
+  ssize_t n = sendmsg(t->fd[peer], &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+  if (n >= 0) {
+    *moved = (size_t)n;
+    return TUTTI_SUCCESS;
+  }
+  *moved = 0;
+  if (errno == EAGAIN || errno == EINTR) return TUTTI_SUCCESS;
+  return peer_error(t, peer, "lost the connection to", errno);
+}
+
+static tutti_result_t tcp_recv(tutti_transport_t *tp, int peer, void *buf, size_t len,
+                               size_t *moved) {
+  tcp_transport_t *t = (tcp_transport_t *)tp;
+  *moved = 0;
+  if (len == 0) return TUTTI_SUCCESS;
+  ssize_t n = recv(t->fd[peer], buf, len, MSG_DONTWAIT);
+  if (n > 0) {
+    *moved = (size_t)n;
+    return TUTTI_SUCCESS;
+  }
+  if (n == 0) return peer_error(t, peer, "connection closed (exited or failed) by", 0);
+  if (errno == EAGAIN || errno == EINTR) return TUTTI_SUCCESS;
+  return peer_error(t, peer, "lost the connection to", errno);
+}
+
+static tutti_result_t tcp_block(tutti_transport_t *tp, const tutti_want_t *wants, int nwants,
+                                int timeout_ms) {
+  tcp_transport_t *t = (tcp_transport_t *)tp;
+  for (int i = 0; i < nwants; i++) {
+    t->pfd[i].fd = t->fd[wants[i].peer];
+    t->pfd[i].events = (short)(((wants[i].what & TUTTI_WANT_RECV) ? POLLIN : 0) |
+                               ((wants[i].what & TUTTI_WANT_SEND) ? POLLOUT : 0));
+    t->pfd[i].revents = 0;
+  }
+  t->pfd[nwants].fd = t->wake_fd;
+  t->pfd[nwants].events = POLLIN;
+  int rc = poll(t->pfd, (nfds_t)nwants + 1, timeout_ms);
+  if (rc < 0 && errno != EINTR)
+    return tutti__error(t->base.comm, TUTTI_ERR_SYSTEM, "poll failed: %s", strerror(errno));
+  if (rc > 0 && t->pfd[nwants].revents) {
+    uint64_t v;
+    if (read(t->wake_fd, &v, sizeof v) < 0) { /* drained; nothing else to do */
+    }
+  }
+  /* Errors and hang-ups surface from the next send or recv, which names the peer. */
+  return TUTTI_SUCCESS;
+}
+
+static void tcp_wake(tutti_transport_t *tp) {
+  tcp_transport_t *t = (tcp_transport_t *)tp;
+  uint64_t one = 1;
+  if (write(t->wake_fd, &one, sizeof one) < 0) { /* the counter is full: already woken */
+  }
+}
+
+/* Shutting the sockets down makes every peer's next poll report the failure at once. */
+static void tcp_fail(tutti_transport_t *tp) {
+  tcp_transport_t *t = (tcp_transport_t *)tp;
+  for (int i = 0; i < t->base.comm->nranks; i++)
+    if (t->fd[i] >= 0) shutdown(t->fd[i], SHUT_RDWR);
+}
+
+static void tcp_destroy(tutti_transport_t *tp) {
+  tcp_transport_t *t = (tcp_transport_t *)tp;
+  for (int i = 0; t->fd && i < t->base.comm->nranks; i++)
+    if (t->fd[i] >= 0) close(t->fd[i]);
+  if (t->wake_fd >= 0) close(t->wake_fd);
+  free(t->fd);
+  free(t->pfd);
+  free(t);
+}
+
+static const tutti_transport_ops_t tcp_ops = {
+    .name = "tcp",
+    .send = tcp_send,
+    .recv = tcp_recv,
+    .block = tcp_block,
+    .wake = tcp_wake,
+    .fail = tcp_fail,
+    .destroy = tcp_destroy,
+};
+
+static int is_tcp_peer(const struct tutti_comm *comm, const tcp_transport_t *t, int r) {
+  return r != comm->rank && comm->peers[r].tp == &t->base;
+}
+
+/* Accepts connections from the higher ranks; strangers and duplicates are dropped. */
+static tutti_result_t accept_peers(tcp_transport_t *t, int listen_fd, int expected,
+                                   int64_t deadline) {
+  struct tutti_comm *comm = t->base.comm;
+  char err[256];
+  while (expected > 0) {
+    int fd;
+    tutti_result_t r = tutti__sock_accept(listen_fd, deadline, &fd, err, sizeof err);
+    if (r != TUTTI_SUCCESS)
+      return tutti__error(comm, r, "connecting the TCP mesh: %s (%d higher ranks missing)",
+                          err, expected);
+    tcp_hello_t h;
+    int64_t hello_deadline = tutti__now_ns() + 5000000000LL;
+    r = tutti__sock_recv_all(fd, &h, sizeof h, hello_deadline < deadline ? hello_deadline
+                                                                         : deadline,
+                             err, sizeof err);
+    if (r != TUTTI_SUCCESS || h.magic != TCP_HELLO_MAGIC || h.job_id != comm->job_id ||
+        h.rank <= comm->rank || h.rank >= comm->nranks || !is_tcp_peer(comm, t, h.rank) ||
+        t->fd[h.rank] >= 0) {
+      WARN("net", comm->rank, "rejected a data connection that is not a peer of this job");
+      close(fd);
+      continue;
+    }
+    tutti__sock_nodelay_nonblock(fd);
+    t->fd[h.rank] = fd;
+    expected--;
+  }
+  return TUTTI_SUCCESS;
+}
+
+tutti_result_t tutti__tcp_create(struct tutti_comm *comm, int listen_fd, tutti_transport_t **out) {
+  tutti_result_t res = TUTTI_SUCCESS;
+  tcp_transport_t *t = calloc(1, sizeof *t);
+  if (!t) return tutti__error(comm, TUTTI_ERR_SYSTEM, "out of memory creating tcp transport");
+  t->base.ops = &tcp_ops;
+  t->base.comm = comm;
+  t->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  t->fd = malloc((size_t)comm->nranks * sizeof *t->fd);
+  t->pfd = malloc(((size_t)comm->nranks + 1) * sizeof *t->pfd);
+  if (!t->fd || !t->pfd || t->wake_fd < 0) {
+    res = tutti__error(comm, TUTTI_ERR_SYSTEM, "cannot create tcp transport state");
+    goto out;
+  }
+  int higher = 0;
+  for (int r = 0; r < comm->nranks; r++) {
+    t->fd[r] = -1;
+    if (comm->peers[r].kind == TUTTI_TRANSPORT_TCP) {
+      comm->peers[r].tp = &t->base;
+      if (r > comm->rank) higher++;
+    }
+  }
+  int64_t deadline = tutti__deadline_after(comm->cfg.timeout_s);
+  char err[256], who[128];
+  for (int r = 0; r < comm->rank; r++) {
+    if (!is_tcp_peer(comm, t, r)) continue;
+    tcp_hello_t h = {TCP_HELLO_MAGIC, comm->rank, comm->job_id};
+    int fd;
+    tutti_result_t c = tutti__sock_connect(comm->peers[r].ip, comm->peers[r].port, deadline, 1,
+                                           &fd, err, sizeof err);
+    if (c == TUTTI_SUCCESS) {
+      c = tutti__sock_send_all(fd, &h, sizeof h, deadline, err, sizeof err);
+      if (c != TUTTI_SUCCESS) close(fd);
+    }
+    if (c != TUTTI_SUCCESS) {
+      res = tutti__error(comm, c, "cannot connect to %s: %s",
+                         tutti__peer_desc(comm, r, who, sizeof who), err);
+      goto out;
+    }
+    tutti__sock_nodelay_nonblock(fd);
+    t->fd[r] = fd;
+  }
+  TRY_GOTO(accept_peers(t, listen_fd, higher, deadline), res, out);
+out:
+  if (res != TUTTI_SUCCESS) {
+    tcp_destroy(&t->base);
+    return res;
+  }
+  *out = &t->base;
+  return TUTTI_SUCCESS;
+}

@@ -1,0 +1,96 @@
+/*
+ * The one interface between algorithms and the ways bytes move (NCCL's ncclNet_t, redis's
+ * ConnectionType). A transport is an ordered, reliable byte stream per peer; it never blocks
+ * in send or recv. Message framing, queues of posted operations, waiting with deadlines and
+ * error reporting are written once, in progress.c, on top of it.
+ *
+ * Algorithms use only the tutti__isend / tutti__irecv / tutti__wait functions below.
+ */
+#ifndef TUTTI_TRANSPORT_H
+#define TUTTI_TRANSPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "core/internal.h"
+
+typedef struct tutti_transport tutti_transport_t;
+
+/* What a waiting rank needs from one peer: bytes to arrive, room to send, or both. */
+enum { TUTTI_WANT_RECV = 1, TUTTI_WANT_SEND = 2 };
+typedef struct tutti_want {
+  int peer;
+  int what;
+} tutti_want_t;
+
+typedef struct tutti_transport_ops {
+  const char *name;
+  /* Moves a prefix of the bytes described by iov toward peer; *moved is how many (0 when
+   * there is no room now). Errors name the peer through tutti__error. */
+  tutti_result_t (*send)(tutti_transport_t *t, int peer, const struct iovec *iov, int iovcnt,
+                         size_t *moved);
+  /* Moves up to len bytes from peer into buf; *moved is how many (0 when none are there). */
+  tutti_result_t (*recv)(tutti_transport_t *t, int peer, void *buf, size_t len, size_t *moved);
+  /* Sleeps until one of the wants may be satisfiable, the peers failed, or timeout_ms. It
+   * also detects dead peers and returns TUTTI_ERR_REMOTE for them. */
+  tutti_result_t (*block)(tutti_transport_t *t, const tutti_want_t *wants, int nwants,
+                          int timeout_ms);
+  /* Wakes this rank's own block() from another thread (tutti_comm_abort). */
+  void (*wake)(tutti_transport_t *t);
+  /* Tells every peer on this transport that this rank failed, without blocking. */
+  void (*fail)(tutti_transport_t *t);
+  void (*destroy)(tutti_transport_t *t);
+} tutti_transport_ops_t;
+
+struct tutti_transport {
+  const tutti_transport_ops_t *ops;
+  struct tutti_comm *comm;
+};
+
+/* Constructors, called by comm.c after bootstrap; each connects the peers whose tp it is. */
+tutti_result_t tutti__shm_create(struct tutti_comm *comm, tutti_transport_t **out);
+tutti_result_t tutti__tcp_create(struct tutti_comm *comm, int listen_fd, tutti_transport_t **out);
+
+/* ---- Posted operations (progress.c) -------------------------------------------------- */
+
+/* Every message is preceded by this header, so a receiver can tell a message of another
+ * collective or of another size from the one it expects instead of misreading bytes. */
+typedef struct tutti_msg_hdr {
+  uint32_t magic;
+  uint32_t seq;
+  uint64_t len;
+} tutti_msg_hdr_t;
+
+enum { TUTTI_OP_SEND = 1, TUTTI_OP_RECV = 2 };
+
+/* Owned by the caller (often on its stack) until complete or until the collective fails. */
+typedef struct tutti_xfer {
+  struct tutti_xfer *next;
+  int kind;
+  int peer;
+  char *buf;
+  size_t len;
+  size_t done; /* bytes moved, header included */
+  int complete;
+  tutti_msg_hdr_t hdr; /* what is sent, or what a receive expects */
+  tutti_msg_hdr_t got; /* the header a receive actually read */
+} tutti_xfer_t;
+
+/* Queues a send of len bytes of buf to peer. buf must stay valid and unchanged until the op
+ * completes. Operations to one peer complete in the order they were posted. */
+tutti_result_t tutti__isend(struct tutti_comm *comm, tutti_xfer_t *op, int peer, const void *buf,
+                            size_t len);
+/* Queues a receive of exactly len bytes from peer into buf. */
+tutti_result_t tutti__irecv(struct tutti_comm *comm, tutti_xfer_t *op, int peer, void *buf,
+                            size_t len);
+/* Drives every transport until op is complete, the deadline passes, a peer fails, or comm is
+ * aborted. On failure the communicator is marked failed and every queue is emptied. */
+tutti_result_t tutti__wait(struct tutti_comm *comm, tutti_xfer_t *op, int64_t deadline);
+
+/* Empties every queue without completing anything (after a failure, or at destroy). */
+void tutti__drop_ops(struct tutti_comm *comm);
+
+#define TUTTI_MSG_MAGIC 0x54545431u /* "TTT1" */
+
+#endif

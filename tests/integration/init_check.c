@@ -1,0 +1,293 @@
+/*
+ * init_check: communicator creation with tutti_get_unique_id + tutti_comm_init_rank, without
+ * tutti-run, ranks being forked children.
+ *
+ * Every case runs in its own process group (so its environment, TUTTI_TIMEOUT included, and any
+ * state the library keeps are its own) with a deadline: a hang is a failure. Inside a case the
+ * case process calls tutti_get_unique_id (which starts the rendezvous listener in it), then
+ * forks the ranks; each rank reports its result and how long it took through a pipe and leaves
+ * with _exit.
+ *
+ *   a_shm, a_tcp  3 ranks join, all-reduce, destroy: all succeed
+ *   b             ranks {0, 1, 1} of 3: every rank fails within TUTTI_TIMEOUT=5 (+ slack)
+ *   c             nranks 3, 2, 2: every rank fails within TUTTI_TIMEOUT=5 (+ slack)
+ *   d             bad rank, bad nranks, NULL id or comm: TUTTI_ERR_INVALID_ARGUMENT at once
+ *   e             2 of 3 ranks come: both fail within TUTTI_TIMEOUT=3 (+ slack)
+ */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tutti.h"
+
+#define MAX_CHILDREN 4
+#define CASE_DEADLINE_S 60
+#define SLACK_S 4.0
+
+typedef struct {
+  int rank, nranks, delay_ms;
+} rank_spec_t;
+
+/* What a rank reports to its case process. */
+typedef struct {
+  int init_rc;
+  int work_ok; /* after a successful init: all-reduce correct and destroy succeeded */
+  double elapsed;
+  char err[160];
+} rank_report_t;
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* The body of one forked rank; never returns. */
+static void rank_main(const tutti_unique_id_t *id, rank_spec_t spec, int fd) {
+  rank_report_t rep;
+  memset(&rep, 0, sizeof rep);
+  if (spec.delay_ms) usleep((useconds_t)spec.delay_ms * 1000);
+  tutti_comm_t comm = NULL;
+  double t0 = now_s();
+  rep.init_rc = tutti_comm_init_rank(&comm, spec.nranks, id, spec.rank);
+  rep.elapsed = now_s() - t0;
+  if (rep.init_rc == TUTTI_SUCCESS) {
+    int in = spec.rank + 1, out = 0;
+    tutti_result_t rc = tutti_allreduce(&in, &out, 1, TUTTI_INT32, TUTTI_SUM, comm);
+    int want = spec.nranks * (spec.nranks + 1) / 2;
+    rep.work_ok = rc == TUTTI_SUCCESS && out == want;
+    if (!rep.work_ok)
+      snprintf(rep.err, sizeof rep.err, "all-reduce: %s, got %d want %d: %s",
+               tutti_result_string(rc), out, want, tutti_comm_last_error(comm));
+    rc = tutti_comm_destroy(comm);
+    if (rc != TUTTI_SUCCESS) {
+      rep.work_ok = 0;
+      snprintf(rep.err, sizeof rep.err, "tutti_comm_destroy: %s", tutti_result_string(rc));
+    }
+  }
+  ssize_t w = write(fd, &rep, sizeof rep);
+  _exit(w == (ssize_t)sizeof rep ? 0 : 3);
+}
+
+/* Forks one rank per spec and collects their reports within deadline_s; a rank that has not
+ * reported by then is killed and counted as hung. Returns the number of ranks that reported. */
+static int run_ranks(const rank_spec_t *specs, int n, rank_report_t *reps, double deadline_s) {
+  tutti_unique_id_t id;
+  tutti_result_t rc = tutti_get_unique_id(&id);
+  if (rc != TUTTI_SUCCESS) {
+    printf("  tutti_get_unique_id: %s\n", tutti_result_string(rc));
+    return -1;
+  }
+  pid_t pids[MAX_CHILDREN];
+  int fds[MAX_CHILDREN], got[MAX_CHILDREN] = {0}, reported = 0;
+  fflush(NULL);
+  for (int i = 0; i < n; i++) {
+    int p[2];
+    if (pipe(p) != 0) return -1;
+    pids[i] = fork();
+    if (pids[i] == 0) {
+      close(p[0]);
+      rank_main(&id, specs[i], p[1]);
+    }
+    close(p[1]);
+    fds[i] = p[0];
+  }
+  for (int i = 0; i < n; i++) { /* what stays when a rank never reports */
+    memset(&reps[i], 0, sizeof reps[i]);
+    reps[i].init_rc = -1;
+    snprintf(reps[i].err, sizeof reps[i].err, "no report: hung or crashed");
+  }
+  double end = now_s() + deadline_s;
+  while (reported < n && now_s() < end) {
+    struct pollfd pf[MAX_CHILDREN];
+    int map[MAX_CHILDREN], k = 0;
+    for (int i = 0; i < n; i++)
+      if (!got[i]) {
+        pf[k].fd = fds[i];
+        pf[k].events = POLLIN;
+        map[k++] = i;
+      }
+    int ms = (int)((end - now_s()) * 1000) + 1;
+    if (poll(pf, (nfds_t)k, ms) < 0 && errno != EINTR) break;
+    for (int j = 0; j < k; j++) {
+      if (!(pf[j].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      int i = map[j];
+      got[i] = 1;
+      if (read(fds[i], &reps[i], sizeof reps[i]) == (ssize_t)sizeof reps[i])
+        reported++;
+      else
+        printf("  rank %d (child %d) died without reporting\n", specs[i].rank, i);
+    }
+  }
+  for (int i = 0; i < n; i++) {
+    if (!got[i]) {
+      printf("  rank %d (child %d) HUNG: no answer within %.0f s, killed\n", specs[i].rank, i,
+             deadline_s);
+      kill(pids[i], SIGKILL);
+    }
+    waitpid(pids[i], NULL, 0);
+    close(fds[i]);
+  }
+  return reported;
+}
+
+static void print_report(const rank_spec_t *s, const rank_report_t *r) {
+  if (r->init_rc < 0) {
+    printf("  rank %d of %d: %s\n", s->rank, s->nranks, r->err);
+    return;
+  }
+  printf("  rank %d of %d: init %s after %.3f s%s%s\n", s->rank, s->nranks,
+         tutti_result_string((tutti_result_t)r->init_rc), r->elapsed, r->err[0] ? ": " : "",
+         r->err);
+}
+
+/* Runs ranks that must all fail in init, each within max_s. Returns 0 on pass. */
+static int expect_all_fail(const rank_spec_t *specs, int n, double max_s) {
+  rank_report_t reps[MAX_CHILDREN];
+  memset(reps, 0, sizeof reps);
+  int reported = run_ranks(specs, n, reps, max_s + 10.0);
+  int bad = reported != n;
+  for (int i = 0; i < n && reported >= 0; i++) {
+    print_report(&specs[i], &reps[i]);
+    if (reps[i].init_rc < 0) {
+      bad = 1;
+    } else if (reps[i].init_rc == TUTTI_SUCCESS) {
+      printf("  rank %d: init SUCCEEDED, expected an error\n", specs[i].rank);
+      bad = 1;
+    } else if (reps[i].elapsed > max_s) {
+      printf("  rank %d: the error took %.3f s, more than %.1f s\n", specs[i].rank,
+             reps[i].elapsed, max_s);
+      bad = 1;
+    }
+  }
+  return bad;
+}
+
+static int case_a(void) {
+  rank_spec_t specs[3] = {{0, 3, 0}, {1, 3, 0}, {2, 3, 0}};
+  rank_report_t reps[3];
+  memset(reps, 0, sizeof reps);
+  int reported = run_ranks(specs, 3, reps, 40.0);
+  int bad = reported != 3;
+  for (int i = 0; i < 3 && reported >= 0; i++) {
+    print_report(&specs[i], &reps[i]);
+    if (reps[i].init_rc != TUTTI_SUCCESS || !reps[i].work_ok) bad = 1;
+  }
+  return bad;
+}
+
+static int case_b(void) {
+  rank_spec_t specs[3] = {{0, 3, 0}, {1, 3, 0}, {1, 3, 0}};
+  return expect_all_fail(specs, 3, 5.0 + SLACK_S);
+}
+
+static int case_c(void) {
+  /* The rank that says 3 comes first: were the two that say 2 first, they could complete a
+   * world of 2 before the third one showed up, and whether they fail would be a race. */
+  rank_spec_t specs[3] = {{2, 3, 0}, {0, 2, 500}, {1, 2, 500}};
+  return expect_all_fail(specs, 3, 5.0 + SLACK_S);
+}
+
+static int case_d(void) {
+  tutti_unique_id_t id;
+  tutti_result_t rc = tutti_get_unique_id(&id);
+  if (rc != TUTTI_SUCCESS) {
+    printf("  tutti_get_unique_id: %s\n", tutti_result_string(rc));
+    return 1;
+  }
+  struct {
+    const char *what;
+    int nranks, rank, null_id, null_comm;
+  } calls[] = {
+      {"rank == nranks", 3, 3, 0, 0}, {"rank > nranks", 3, 7, 0, 0},
+      {"rank < 0", 3, -1, 0, 0},      {"nranks 0", 0, 0, 0, 0},
+      {"nranks -1", -1, 0, 0, 0},     {"NULL id", 3, 0, 1, 0},
+      {"NULL comm", 3, 0, 0, 1},
+  };
+  int bad = 0;
+  for (size_t i = 0; i < sizeof calls / sizeof calls[0]; i++) {
+    tutti_comm_t comm = NULL;
+    double t0 = now_s();
+    rc = tutti_comm_init_rank(calls[i].null_comm ? NULL : &comm, calls[i].nranks,
+                              calls[i].null_id ? NULL : &id, calls[i].rank);
+    double dt = now_s() - t0;
+    int ok = rc == TUTTI_ERR_INVALID_ARGUMENT && dt < 1.0;
+    printf("  %-15s -> %s after %.3f s%s\n", calls[i].what, tutti_result_string(rc), dt,
+           ok ? "" : "  <-- expected TUTTI_ERR_INVALID_ARGUMENT at once");
+    if (rc == TUTTI_SUCCESS && comm) tutti_comm_destroy(comm);
+    bad |= !ok;
+  }
+  rc = tutti_get_unique_id(NULL);
+  printf("  %-15s -> %s\n", "get_unique_id(NULL)", tutti_result_string(rc));
+  bad |= rc != TUTTI_ERR_INVALID_ARGUMENT;
+  return bad;
+}
+
+static int case_e(void) {
+  rank_spec_t specs[2] = {{0, 3, 0}, {1, 3, 0}};
+  return expect_all_fail(specs, 2, 3.0 + SLACK_S);
+}
+
+static const struct {
+  const char *name, *transport, *timeout;
+  int (*fn)(void);
+  const char *desc;
+} cases[] = {
+    {"a_shm", "shm", "30", case_a, "3 ranks join, all-reduce, destroy (shm)"},
+    {"a_tcp", "tcp", "30", case_a, "3 ranks join, all-reduce, destroy (tcp)"},
+    {"b", NULL, "5", case_b, "duplicate rank {0,1,1} of 3: every rank fails"},
+    {"c", NULL, "5", case_c, "world size mismatch (3,2,2): every rank fails"},
+    {"d", NULL, "5", case_d, "invalid arguments fail at once"},
+    {"e", NULL, "3", case_e, "2 of 3 ranks come: both fail near TUTTI_TIMEOUT=3"},
+};
+
+/* Runs one case in its own process group with a deadline. Returns 0 on pass. */
+static int run_case(int i) {
+  printf("init_check: case %s: %s\n", cases[i].name, cases[i].desc);
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid == 0) {
+    setpgid(0, 0);
+    setenv("TUTTI_TIMEOUT", cases[i].timeout, 1);
+    if (cases[i].transport) setenv("TUTTI_TRANSPORT", cases[i].transport, 1);
+    int rc = cases[i].fn();
+    fflush(NULL);
+    _exit(rc ? 1 : 0);
+  }
+  if (pid < 0) return 1;
+  setpgid(pid, pid); /* both sides set it, whichever runs first */
+  double end = now_s() + CASE_DEADLINE_S;
+  int status = 0;
+  pid_t w;
+  while ((w = waitpid(pid, &status, WNOHANG)) == 0 && now_s() < end) usleep(20000);
+  if (w == 0) {
+    printf("  case HUNG past %d s: killed\n", CASE_DEADLINE_S);
+    kill(-pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    return 1;
+  }
+  kill(-pid, SIGKILL); /* any rank left behind */
+  return !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+int main(int argc, char **argv) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  int failed = 0, ran = 0;
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    int selected = argc < 2;
+    for (int a = 1; a < argc; a++) selected |= strcmp(argv[a], cases[i].name) == 0;
+    if (!selected) continue;
+    int bad = run_case((int)i);
+    printf("init_check: case %s: %s\n", cases[i].name, bad ? "FAIL" : "PASS");
+    failed += bad;
+    ran++;
+  }
+  printf("init_check: %d of %d cases passed\n", ran - failed, ran);
+  return failed ? 1 : 0;
+}

@@ -1,0 +1,168 @@
+/*
+ * Starting ranks: free ports for the rendezvous, and fork + exec of one rank with the
+ * environment tutti_comm_init_env() and torch.distributed's env:// init read.
+ */
+#include "run.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* Binds a socket to 127.0.0.1 on a port the kernel picks and returns it with *port set, or -1. */
+static int bind_any_port(int *port) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    return -1;
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  if (bind(fd, (struct sockaddr *)&a, sizeof(a)) != 0 ||
+      getsockname(fd, (struct sockaddr *)&a, &len) != 0) {
+    int e = errno;
+    close(fd);
+    errno = e;
+    return -1;
+  }
+  *port = ntohs(a.sin_port);
+  return fd;
+}
+
+int launch_pick_ports(int *tutti_port, int *master_port) {
+  /* Both sockets stay bound until both ports are read, so the two ports differ. Rank 0 binds
+   * them again a moment later; a port taken by someone else in between makes the job fail
+   * at rendezvous, the same window torchrun's --master-port=0 has. */
+  int a = bind_any_port(tutti_port);
+  int b = a >= 0 ? bind_any_port(master_port) : -1;
+  int e = errno;
+  if (a >= 0)
+    close(a);
+  if (b >= 0)
+    close(b);
+  if (b < 0) {
+    fprintf(stderr, "tutti-run: cannot find a free TCP port on 127.0.0.1: %s\n", strerror(e));
+    return -1;
+  }
+  return 0;
+}
+
+/* Sets name to the decimal value v; returns 0 or -1 (errno set). */
+static int setenv_int(const char *name, int v) {
+  char s[16];
+  snprintf(s, sizeof(s), "%d", v);
+  return setenv(name, s, 1);
+}
+
+/* Exports the job's variables for rank `rank`; returns 0 or -1 (errno set). */
+static int set_rank_env(const struct launch_spec *spec, int rank) {
+  char addr[32];
+  snprintf(addr, sizeof(addr), "127.0.0.1:%d", spec->tutti_port);
+  if (setenv_int("TUTTI_RANK", rank) || setenv_int("TUTTI_WORLD_SIZE", spec->nranks) ||
+      setenv("TUTTI_ADDR", addr, 1))
+    return -1;
+  /* torchrun's names, so `tutti-run -n 4 python train.py` works with init_method="env://". */
+  if (setenv_int("RANK", rank) || setenv_int("LOCAL_RANK", rank) ||
+      setenv_int("WORLD_SIZE", spec->nranks) || setenv_int("LOCAL_WORLD_SIZE", spec->nranks) ||
+      setenv("MASTER_ADDR", "127.0.0.1", 1) || setenv_int("MASTER_PORT", spec->master_port))
+    return -1;
+  return 0;
+}
+
+/* The child's side of launch_rank: never returns. Reports a failure to exec as an errno value
+ * written to status_fd, which the parent reads; status_fd is close-on-exec, so a successful
+ * exec shows up in the parent as end of file. */
+static void run_child(const struct launch_spec *spec, int rank, int out_fd, int err_fd,
+                      int status_fd) {
+  /* Our own process group, so stopping a rank also stops whatever it started (sh -c 'a; b'). */
+  setpgid(0, 0);
+  /* stdin is /dev/null: N ranks reading one input would race for it, and a rank outside the
+   * terminal's foreground group that read the terminal would just be stopped (SIGTTIN). */
+  int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  int err = 0;
+  if (null_fd < 0 || dup2(null_fd, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(err_fd, 2) < 0 ||
+      set_rank_env(spec, rank) != 0) {
+    err = errno;
+  } else {
+    /* Hand PROGRAM the signal state we were started with: exec resets caught signals to
+     * default but would keep our blocked mask and our ignored SIGPIPE. */
+    sigaction(SIGPIPE, &spec->child_sigpipe, NULL);
+    sigprocmask(SIG_SETMASK, &spec->child_mask, NULL);
+    execvp(spec->argv[0], spec->argv);
+    err = errno;
+  }
+  ssize_t unused = write(status_fd, &err, sizeof(err));
+  (void)unused;
+  _exit(127);
+}
+
+/* Reads the child's exec report: 0 once it exec'd, else the errno of what failed. */
+static int read_exec_status(int fd) {
+  int err = 0;
+  ssize_t n;
+  do
+    n = read(fd, &err, sizeof(err));
+  while (n < 0 && errno == EINTR);
+  return n == (ssize_t)sizeof(err) ? err : 0;
+}
+
+int launch_rank(const struct launch_spec *spec, int rank, pid_t *pid, struct relay *out,
+                struct relay *err) {
+  /* Every descriptor is close-on-exec, so no rank inherits another rank's pipe ends; if one
+   * did, that pipe would never reach end of file while the other rank lived. */
+  int o[2] = {-1, -1}, e[2] = {-1, -1}, s[2] = {-1, -1};
+  if (pipe2(o, O_CLOEXEC) != 0 || pipe2(e, O_CLOEXEC) != 0 || pipe2(s, O_CLOEXEC) != 0) {
+    fprintf(stderr, "tutti-run: cannot create pipes for rank %d: %s\n", rank, strerror(errno));
+    for (int i = 0; i < 2; i++) {
+      if (o[i] >= 0)
+        close(o[i]);
+      if (e[i] >= 0)
+        close(e[i]);
+      if (s[i] >= 0)
+        close(s[i]);
+    }
+    return 1;
+  }
+  pid_t p = fork();
+  if (p == 0) {
+    close(o[0]);
+    close(e[0]);
+    close(s[0]);
+    run_child(spec, rank, o[1], e[1], s[1]);
+  }
+  int fork_errno = errno;
+  close(o[1]);
+  close(e[1]);
+  close(s[1]);
+  if (p < 0) {
+    fprintf(stderr, "tutti-run: cannot fork rank %d: %s\n", rank, strerror(fork_errno));
+    close(o[0]);
+    close(e[0]);
+    close(s[0]);
+    return 1;
+  }
+  /* Also set from here, so the group exists before anyone signals it (the usual race). */
+  setpgid(p, p);
+  out->fd = o[0];
+  err->fd = e[0];
+  fcntl(o[0], F_SETFL, fcntl(o[0], F_GETFL) | O_NONBLOCK);
+  fcntl(e[0], F_SETFL, fcntl(e[0], F_GETFL) | O_NONBLOCK);
+  int exec_errno = read_exec_status(s[0]);
+  close(s[0]);
+  *pid = p;
+  if (exec_errno == 0)
+    return 0;
+  fprintf(stderr, "tutti-run: cannot run '%s' as rank %d: %s%s\n", spec->argv[0], rank,
+          strerror(exec_errno),
+          exec_errno == ENOENT && !strchr(spec->argv[0], '/') ? " (not found in PATH)" : "");
+  while (waitpid(p, NULL, 0) < 0 && errno == EINTR) {
+  }
+  relay_close(out);
+  relay_close(err);
+  return 127;
+}
