@@ -7,7 +7,7 @@ CTEST_ARGS ?= --output-on-failure -j $(JOBS)
 .PHONY: all demo test test-asan bench clean
 
 all: $(BUILD)/Makefile
-	@cmake --build $(BUILD) -j $(JOBS)
+	@cmake --build $(BUILD) -j $(JOBS) -- --no-print-directory
 
 $(BUILD)/Makefile: CMakeLists.txt
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null

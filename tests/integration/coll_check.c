@@ -168,60 +168,92 @@ static void fmt_elem(tutti_dtype_t dt, const void *e, char *out, size_t n) {
 static void report(const tcase_t *t, const char *what, size_t index, const void *got,
                    const void *exp, size_t more) {
   if (n_reports++ >= MAX_REPORTS) return;
-  char g[64] = "-", e[64] = "-";
-  if (got) fmt_elem(t->ref.dtype, got, g, sizeof g);
-  if (exp) fmt_elem(t->ref.dtype, exp, e, sizeof e);
-  fprintf(stderr, "MISMATCH %s: %s index=%zu got=%s expected=%s", what, case_desc(t), index, g,
-          e);
+  char g[64], e[64];
+  fprintf(stderr, "MISMATCH %s: %s", what, case_desc(t));
+  if (got) {
+    fmt_elem(t->ref.dtype, got, g, sizeof g);
+    fprintf(stderr, " index=%zu got=%s", index, g);
+  }
+  if (exp) {
+    fmt_elem(t->ref.dtype, exp, e, sizeof e);
+    fprintf(stderr, " expected=%s", e);
+  }
   if (more) fprintf(stderr, " (and %zu more elements)", more);
   fputc('\n', stderr);
 }
 
-typedef void (*expect_fn)(const tcase_t *t, size_t k, void *out);
+/* Writes the expected bytes of elements k .. k+n-1 of a checked buffer to out. */
+typedef void (*expect_fn)(const tcase_t *t, size_t k, size_t n, void *out);
 
-static void exp_own_input(const tcase_t *t, size_t k, void *out) {
-  ref_input(&t->ref, rank, k, out);
+static void exp_own_input(const tcase_t *t, size_t k, size_t n, void *out) {
+  ref_fill(&t->ref, rank, k, n, out);
 }
-static void exp_gathered(const tcase_t *t, size_t k, void *out) {
-  ref_input(&t->ref, (int)(k / t->count), k % t->count, out);
+static void exp_gathered(const tcase_t *t, size_t k, size_t n, void *out) {
+  unsigned char *o = out;
+  while (n > 0) { /* split at the boundaries of the ranks' fragments */
+    size_t r = k / t->count, i = k % t->count, m = t->count - i < n ? t->count - i : n;
+    ref_fill(&t->ref, (int)r, i, m, o);
+    k += m;
+    n -= m;
+    o += m * t->esize;
+  }
 }
-static void exp_reduced(const tcase_t *t, size_t k, void *out) { ref_expect_reduce(&t->ref, k, out); }
-static void exp_root_input(const tcase_t *t, size_t k, void *out) {
-  ref_input(&t->ref, t->root, k, out);
+static void exp_reduced(const tcase_t *t, size_t k, size_t n, void *out) {
+  ref_expect_reduce(&t->ref, k, n, out);
+}
+static void exp_root_input(const tcase_t *t, size_t k, size_t n, void *out) {
+  ref_fill(&t->ref, t->root, k, n, out);
 }
 
 /* Compares n elements of buf with fn(t, offset + j) bit for bit; reports the first mismatch
- * (index j within buf). Returns the number of mismatching elements. */
+ * (index j within buf). Returns the number of mismatching elements. Works in chunks so that the
+ * common, passing path is one memcmp per chunk. */
 static size_t check_elems(const tcase_t *t, const char *what, const unsigned char *buf,
                           size_t n, expect_fn fn, size_t offset) {
-  unsigned char exp[8];
+  enum { CHUNK = 4096 };
+  static unsigned char exp[CHUNK * 8];
   size_t es = t->esize, bad = 0, first = 0;
-  for (size_t j = 0; j < n; j++) {
-    fn(t, offset + j, exp);
-    if (memcmp(buf + j * es, exp, es) != 0 && bad++ == 0) first = j;
+  unsigned char first_exp[8];
+  for (size_t base = 0; base < n; base += CHUNK) {
+    size_t m = n - base < CHUNK ? n - base : CHUNK;
+    fn(t, offset + base, m, exp);
+    if (memcmp(buf + base * es, exp, m * es) == 0) continue;
+    for (size_t j = 0; j < m; j++) {
+      if (memcmp(buf + (base + j) * es, exp + j * es, es) == 0) continue;
+      if (bad++ == 0) {
+        first = base + j;
+        memcpy(first_exp, exp + j * es, es);
+      }
+    }
   }
-  if (bad) {
-    fn(t, offset + first, exp);
-    report(t, what, first, buf + first * es, exp, bad - 1);
-  }
+  if (bad) report(t, what, first, buf + first * es, first_exp, bad - 1);
   return bad;
 }
 
 /* REF_RANDOM all-reduce: each element within the reference's rounding bound. */
 static size_t check_approx(const tcase_t *t) {
+  enum { CHUNK = 4096 };
+  static double want[CHUNK], tol[CHUNK];
   size_t bad = 0, first = 0;
-  for (size_t j = 0; j < t->count; j++) {
-    double tol, want = ref_reduce_approx(&t->ref, j, &tol);
-    double got = ref_to_double(t->ref.dtype, t->recv + j * t->esize);
-    double diff = got > want ? got - want : want - got;
-    if (!(diff <= tol) && bad++ == 0) first = j; /* a NaN fails too */
+  double first_want = 0, first_tol = 0;
+  for (size_t base = 0; base < t->count; base += CHUNK) {
+    size_t m = t->count - base < CHUNK ? t->count - base : CHUNK;
+    ref_reduce_approx(&t->ref, base, m, want, tol);
+    for (size_t j = 0; j < m; j++) {
+      double got = ref_to_double(t->ref.dtype, t->recv + (base + j) * t->esize);
+      double diff = got > want[j] ? got - want[j] : want[j] - got;
+      if (!(diff <= tol[j]) && bad++ == 0) { /* a NaN fails too */
+        first = base + j;
+        first_want = want[j];
+        first_tol = tol[j];
+      }
+    }
   }
   if (bad) {
-    double tol, want = ref_reduce_approx(&t->ref, first, &tol);
     report(t, "result outside the rounding bound", first, t->recv + first * t->esize, NULL,
            bad - 1);
     if (n_reports <= MAX_REPORTS)
-      fprintf(stderr, "  (reference %.17g, tolerance %.3g)\n", want, tol);
+      fprintf(stderr, "  (reference %.17g, tolerance %.3g)\n", first_want, first_tol);
   }
   return bad;
 }
@@ -231,14 +263,14 @@ static int check_case(const tcase_t *t) {
   int fails = 0;
   size_t c = t->count, slot = c * t->esize;
   const char *dmg;
-  if ((dmg = gbuf_damage(&t->sbuf)) != NULL) {
-    report(t, t->inplace ? dmg : "sendbuf: guard overwritten", 0, NULL, NULL, 0);
-    fails++;
-  }
-  if ((dmg = gbuf_damage(&t->rbuf)) != NULL) {
-    report(t, t->inplace ? dmg : "recvbuf: guard overwritten", 0, NULL, NULL, 0);
-    fails++;
-  }
+  const gbuf_t *bufs[2] = {&t->sbuf, &t->rbuf};
+  for (int b = 0; b < 2; b++)
+    if ((dmg = gbuf_damage(bufs[b])) != NULL) {
+      char what[96];
+      snprintf(what, sizeof what, "%s: %s overwritten", b ? "recvbuf" : "sendbuf", dmg);
+      report(t, what, 0, NULL, NULL, 0);
+      fails++;
+    }
   if (!t->inplace)
     fails += check_elems(t, "sendbuf modified", t->send, send_elems(t), exp_own_input, 0) != 0;
   if (t->inplace && t->coll == C_REDUCE_SCATTER) { /* the rest of sendbuf is still input */
@@ -273,7 +305,9 @@ static int check_case(const tcase_t *t) {
     } else {
       for (size_t i = 0; i < slot; i++)
         if (t->recv[i] != RECV_BYTE) {
-          report(t, "non-root recvbuf written (byte index)", i, NULL, NULL, 0);
+          char what[64];
+          snprintf(what, sizeof what, "non-root recvbuf written at byte %zu", i);
+          report(t, what, 0, NULL, NULL, 0);
           fails++;
           break;
         }

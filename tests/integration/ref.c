@@ -89,6 +89,10 @@ float ref_bf16_to_f32(uint16_t b) {
 
 /* ---- Inputs --------------------------------------------------------------------------- */
 
+/* The references work on chunks of CHUNK elements: values are made or combined in int64 or
+ * double arrays, and converted to the dtype by one loop per chunk. */
+#define CHUNK 1024
+
 uint64_t ref_hash(uint64_t seed, int rank, size_t idx) {
   uint64_t x = seed ^ ((uint64_t)(unsigned)rank * 0x9E3779B97F4A7C15ull) ^
                ((uint64_t)idx * 0xD1B54A32D192ED03ull);
@@ -98,108 +102,154 @@ uint64_t ref_hash(uint64_t seed, int rank, size_t idx) {
   return x ^ (x >> 31);
 }
 
-/* Writes the low bytes of bits as an integer of dtype (wrapping, as the library must). */
-static void store_int(tutti_dtype_t dtype, uint64_t bits, void *out) {
+/* Writes the low bytes of each bits[j] as an integer of dtype (wrapping, as the library
+ * must); for the raw mode, any dtype. */
+static void store_ints(tutti_dtype_t dtype, const uint64_t *bits, size_t n, void *out) {
   switch (ref_dtype_size(dtype)) {
-  case 1: { uint8_t v = (uint8_t)bits; memcpy(out, &v, 1); break; }
-  case 4: { uint32_t v = (uint32_t)bits; memcpy(out, &v, 4); break; }
-  default: memcpy(out, &bits, 8); break;
+  case 1: for (size_t j = 0; j < n; j++) ((uint8_t *)out)[j] = (uint8_t)bits[j]; break;
+  case 2: for (size_t j = 0; j < n; j++) ((uint16_t *)out)[j] = (uint16_t)bits[j]; break;
+  case 4: for (size_t j = 0; j < n; j++) ((uint32_t *)out)[j] = (uint32_t)bits[j]; break;
+  default: memcpy(out, bits, n * 8); break;
   }
 }
 
-/* Writes v as dtype; 16-bit types go through float (exact for every value this is used on). */
-static void store_float(tutti_dtype_t dtype, double v, void *out) {
-  if (dtype == TUTTI_FLOAT64) {
-    memcpy(out, &v, 8);
-  } else if (dtype == TUTTI_FLOAT32) {
-    float f = (float)v;
-    memcpy(out, &f, 4);
-  } else {
-    uint16_t h = dtype == TUTTI_FLOAT16 ? ref_f32_to_f16((float)v) : ref_f32_to_bf16((float)v);
-    memcpy(out, &h, 2);
+/* Writes each v[j] as dtype; the 16-bit types go through float (exact for every value this is
+ * used on except random inputs, where any rounding is fine: they are inputs). */
+static void store_floats(tutti_dtype_t dtype, const double *v, size_t n, void *out) {
+  switch (dtype) {
+  case TUTTI_FLOAT64: memcpy(out, v, n * 8); break;
+  case TUTTI_FLOAT32: for (size_t j = 0; j < n; j++) ((float *)out)[j] = (float)v[j]; break;
+  case TUTTI_FLOAT16:
+    for (size_t j = 0; j < n; j++) ((uint16_t *)out)[j] = ref_f32_to_f16((float)v[j]);
+    break;
+  default:
+    for (size_t j = 0; j < n; j++) ((uint16_t *)out)[j] = ref_f32_to_bf16((float)v[j]);
+    break;
   }
 }
 
 /* The REF_EXACT input: [-4, 4] (unsigned [0, 8]) for SUM/MIN/MAX/AVG; for PROD one of
  * {1, 2, -1} (unsigned {1, 2}), with factors of 2 only from the first 8 ranks, so that
  * |product| <= 256 and every partial product is exact in every dtype. */
-static int64_t exact_value(const ref_case_t *c, int rank, size_t idx) {
-  uint64_t h = ref_hash(c->seed, rank, idx) >> 8;
-  int sign = ref_dtype_is_signed(c->dtype);
-  if (c->op == TUTTI_PROD) {
-    int64_t v = sign ? (int64_t[]){1, 2, -1}[h % 3] : (int64_t)(1 + (h & 1));
+static inline int64_t exact_value(uint64_t seed, int sign, int prod, int rank, size_t idx) {
+  uint64_t h = ref_hash(seed, rank, idx) >> 8;
+  if (prod) {
+    int64_t v = sign ? (h % 3 == 0 ? 1 : h % 3 == 1 ? 2 : -1) : (int64_t)(1 + (h & 1));
     return (v == 2 && rank >= 8) ? 1 : v;
   }
   return sign ? (int64_t)(h % 9) - 4 : (int64_t)(h % 9);
 }
 
-void ref_input(const ref_case_t *c, int rank, size_t idx, void *out) {
-  int is_float = ref_dtype_is_float(c->dtype);
+/* Elements first .. first+n-1 (n <= CHUNK) of rank's input as int64 (REF_EXACT), double
+ * (REF_RANDOM on floats) or raw 64-bit patterns (anything else). Returns which it made. */
+enum { AS_INT, AS_DOUBLE, AS_RAW };
+static int gen_chunk(const ref_case_t *c, int rank, size_t first, size_t n, int64_t *iv,
+                     double *dv) {
   if (c->mode == REF_EXACT) {
-    int64_t v = exact_value(c, rank, idx);
-    if (is_float)
-      store_float(c->dtype, (double)v, out);
-    else
-      store_int(c->dtype, (uint64_t)v, out);
-  } else if (c->mode == REF_RANDOM && is_float) {
-    uint64_t h = ref_hash(c->seed, rank, idx);
-    store_float(c->dtype, (double)(h >> 11) * 0x1p-52 - 1.0, out);
-  } else {
-    uint64_t h = ref_hash(c->seed, rank, idx);
-    memcpy(out, &h, ref_dtype_size(c->dtype)); /* little-endian: the low bytes */
+    int sign = ref_dtype_is_signed(c->dtype), prod = c->op == TUTTI_PROD;
+    for (size_t j = 0; j < n; j++) iv[j] = exact_value(c->seed, sign, prod, rank, first + j);
+    return AS_INT;
   }
+  if (c->mode == REF_RANDOM && ref_dtype_is_float(c->dtype)) {
+    for (size_t j = 0; j < n; j++)
+      dv[j] = (double)(ref_hash(c->seed, rank, first + j) >> 11) * 0x1p-52 - 1.0;
+    return AS_DOUBLE;
+  }
+  for (size_t j = 0; j < n; j++) iv[j] = (int64_t)ref_hash(c->seed, rank, first + j);
+  return AS_RAW;
 }
 
 void ref_fill(const ref_case_t *c, int rank, size_t first, size_t n, void *buf) {
-  size_t size = ref_dtype_size(c->dtype);
-  char *p = buf;
-  for (size_t i = 0; i < n; i++) ref_input(c, rank, first + i, p + i * size);
+  int64_t iv[CHUNK];
+  double dv[CHUNK];
+  size_t es = ref_dtype_size(c->dtype);
+  for (size_t base = 0; base < n; base += CHUNK) {
+    size_t m = n - base < CHUNK ? n - base : CHUNK;
+    char *out = (char *)buf + base * es;
+    int kind = gen_chunk(c, rank, first + base, m, iv, dv);
+    if (kind == AS_INT && ref_dtype_is_float(c->dtype)) {
+      for (size_t j = 0; j < m; j++) dv[j] = (double)iv[j];
+      kind = AS_DOUBLE;
+    }
+    if (kind == AS_DOUBLE)
+      store_floats(c->dtype, dv, m, out);
+    else
+      store_ints(c->dtype, (const uint64_t *)iv, m, out);
+  }
+}
+
+void ref_input(const ref_case_t *c, int rank, size_t idx, void *out) {
+  ref_fill(c, rank, idx, 1, out);
 }
 
 static double dabs(double v) { return v < 0 ? -v : v; }
 
 /* ---- Expected results ----------------------------------------------------------------- */
 
-void ref_expect_reduce(const ref_case_t *c, size_t idx, void *out) {
+/* Combines rank r's chunk into acc (integers: the sum/min/max in acc, the wrapping product in
+ * prod). */
+static void combine_ints(tutti_op_t op, int64_t *acc, uint64_t *prod, const int64_t *v,
+                         size_t m) {
+  switch (op) {
+  case TUTTI_SUM: case TUTTI_AVG: for (size_t j = 0; j < m; j++) acc[j] += v[j]; break;
+  case TUTTI_PROD: for (size_t j = 0; j < m; j++) prod[j] *= (uint64_t)v[j]; break;
+  case TUTTI_MIN: for (size_t j = 0; j < m; j++) acc[j] = v[j] < acc[j] ? v[j] : acc[j]; break;
+  case TUTTI_MAX: for (size_t j = 0; j < m; j++) acc[j] = v[j] > acc[j] ? v[j] : acc[j]; break;
+  }
+}
+
+static void combine_doubles(tutti_op_t op, double *acc, const double *v, size_t m) {
+  switch (op) {
+  case TUTTI_SUM: case TUTTI_AVG: for (size_t j = 0; j < m; j++) acc[j] += v[j]; break;
+  case TUTTI_PROD: for (size_t j = 0; j < m; j++) acc[j] *= v[j]; break;
+  case TUTTI_MIN: for (size_t j = 0; j < m; j++) acc[j] = v[j] < acc[j] ? v[j] : acc[j]; break;
+  case TUTTI_MAX: for (size_t j = 0; j < m; j++) acc[j] = v[j] > acc[j] ? v[j] : acc[j]; break;
+  }
+}
+
+/* One chunk of ref_expect_reduce (m <= CHUNK). */
+static void expect_chunk(const ref_case_t *c, size_t first, size_t m, void *out) {
   int n = c->nranks;
-  if (!ref_dtype_is_float(c->dtype)) {
-    int64_t acc = exact_value(c, 0, idx);
-    uint64_t prod = (uint64_t)acc; /* wrapping product, truncated to the dtype at the end */
-    for (int r = 1; r < n; r++) {
-      int64_t v = exact_value(c, r, idx);
-      switch (c->op) {
-      case TUTTI_SUM: case TUTTI_AVG: acc += v; break;
-      case TUTTI_PROD: prod *= (uint64_t)v; break;
-      case TUTTI_MIN: acc = v < acc ? v : acc; break;
-      case TUTTI_MAX: acc = v > acc ? v : acc; break;
-      }
-    }
-    if (c->op == TUTTI_AVG) acc /= n; /* C division truncates toward zero */
-    store_int(c->dtype, c->op == TUTTI_PROD ? prod : (uint64_t)acc, out);
-    return;
-  }
-  double acc = (double)exact_value(c, 0, idx);
+  int64_t acc[CHUNK], v[CHUNK];
+  uint64_t prod[CHUNK];
+  double dacc[CHUNK], dv[CHUNK];
+  gen_chunk(c, 0, first, m, acc, dv);
+  for (size_t j = 0; j < m; j++) prod[j] = (uint64_t)acc[j];
   for (int r = 1; r < n; r++) {
-    double v = (double)exact_value(c, r, idx);
-    switch (c->op) {
-    case TUTTI_SUM: case TUTTI_AVG: acc += v; break;
-    case TUTTI_PROD: acc *= v; break;
-    case TUTTI_MIN: acc = v < acc ? v : acc; break;
-    case TUTTI_MAX: acc = v > acc ? v : acc; break;
-    }
+    gen_chunk(c, r, first, m, v, dv);
+    combine_ints(c->op, acc, prod, v, m); /* exact: |values| stay far below 2^53 */
   }
-  if (c->op != TUTTI_AVG || c->dtype == TUTTI_FLOAT64) {
-    store_float(c->dtype, c->op == TUTTI_AVG ? acc / (double)n : acc, out);
+  if (!ref_dtype_is_float(c->dtype)) {
+    if (c->op == TUTTI_AVG)
+      for (size_t j = 0; j < m; j++) acc[j] /= n; /* C division truncates toward zero */
+    store_ints(c->dtype, c->op == TUTTI_PROD ? prod : (const uint64_t *)acc, m, out);
     return;
   }
-  /* AVG of float32 and of the 16-bit types: the exact sum as float, divided in float, then
-   * (16-bit types) rounded once to nearest even. */
-  float avg = (float)acc / (float)n;
-  if (c->dtype == TUTTI_FLOAT32) {
-    memcpy(out, &avg, 4);
+  for (size_t j = 0; j < m; j++)
+    dacc[j] = c->op == TUTTI_PROD ? (double)(int64_t)prod[j] : (double)acc[j];
+  if (c->op != TUTTI_AVG) {
+    store_floats(c->dtype, dacc, m, out);
+  } else if (c->dtype == TUTTI_FLOAT64) {
+    for (size_t j = 0; j < m; j++) ((double *)out)[j] = dacc[j] / (double)n;
   } else {
-    uint16_t h = c->dtype == TUTTI_FLOAT16 ? ref_f32_to_f16(avg) : ref_f32_to_bf16(avg);
-    memcpy(out, &h, 2);
+    /* AVG of float32 and of the 16-bit types: the exact sum as float, divided in float,
+     * then (16-bit types) rounded once to nearest even. */
+    for (size_t j = 0; j < m; j++) {
+      float avg = (float)dacc[j] / (float)n;
+      if (c->dtype == TUTTI_FLOAT32)
+        ((float *)out)[j] = avg;
+      else
+        ((uint16_t *)out)[j] =
+            c->dtype == TUTTI_FLOAT16 ? ref_f32_to_f16(avg) : ref_f32_to_bf16(avg);
+    }
+  }
+}
+
+void ref_expect_reduce(const ref_case_t *c, size_t first, size_t n, void *out) {
+  size_t es = ref_dtype_size(c->dtype);
+  for (size_t base = 0; base < n; base += CHUNK) {
+    size_t m = n - base < CHUNK ? n - base : CHUNK;
+    expect_chunk(c, first + base, m, (char *)out + base * es);
   }
 }
 
@@ -219,7 +269,9 @@ double ref_to_double(tutti_dtype_t dtype, const void *elem) {
   return 0;
 }
 
-double ref_reduce_approx(const ref_case_t *c, size_t idx, double *tolerance) {
+/* One chunk of ref_reduce_approx (m <= CHUNK). */
+static void approx_chunk(const ref_case_t *c, size_t first, size_t m, double *want,
+                         double *tol) {
   /* eps: twice the unit roundoff; tiny: an absolute floor for results near underflow. */
   double eps, tiny;
   switch (c->dtype) {
@@ -229,34 +281,42 @@ double ref_reduce_approx(const ref_case_t *c, size_t idx, double *tolerance) {
   default: eps = 0x1p-52; tiny = 0x1p-1022; break;
   }
   int n = c->nranks;
-  unsigned char elem[8];
-  double acc = 0, mag = 0;
+  size_t es = ref_dtype_size(c->dtype);
+  unsigned char elems[CHUNK * 8];
+  double v[CHUNK], mag[CHUNK], absv[CHUNK];
   for (int r = 0; r < n; r++) {
-    ref_input(c, r, idx, elem);
-    double v = ref_to_double(c->dtype, elem);
+    ref_fill(c, r, first, m, elems); /* the inputs as the library sees them: rounded */
+    for (size_t j = 0; j < m; j++) {
+      v[j] = ref_to_double(c->dtype, elems + j * es);
+      absv[j] = dabs(v[j]);
+    }
     if (r == 0) {
-      acc = v;
-      mag = dabs(v);
+      memcpy(want, v, m * sizeof *v);
+      memcpy(mag, absv, m * sizeof *v);
       continue;
     }
-    switch (c->op) {
-    case TUTTI_SUM: case TUTTI_AVG: acc += v; mag += dabs(v); break;
-    case TUTTI_PROD: acc *= v; mag *= dabs(v); break;
-    case TUTTI_MIN: acc = v < acc ? v : acc; break;
-    case TUTTI_MAX: acc = v > acc ? v : acc; break;
+    combine_doubles(c->op, want, v, m);
+    combine_doubles(c->op == TUTTI_PROD ? TUTTI_PROD : TUTTI_SUM, mag, absv, m);
+  }
+  for (size_t j = 0; j < m; j++) {
+    if (c->op == TUTTI_MIN || c->op == TUTTI_MAX) {
+      tol[j] = 0; /* the result is one of the inputs */
+      continue;
+    }
+    tol[j] = (double)(n + 1) * eps * mag[j] + (double)n * tiny;
+    if (c->op == TUTTI_AVG) {
+      want[j] /= n;
+      tol[j] = tol[j] / n + eps * dabs(want[j]) + tiny;
     }
   }
-  if (c->op == TUTTI_MIN || c->op == TUTTI_MAX) {
-    *tolerance = 0;
-    return acc;
+}
+
+void ref_reduce_approx(const ref_case_t *c, size_t first, size_t n, double *want,
+                       double *tol) {
+  for (size_t base = 0; base < n; base += CHUNK) {
+    size_t m = n - base < CHUNK ? n - base : CHUNK;
+    approx_chunk(c, first + base, m, want + base, tol + base);
   }
-  double tol = (double)(n + 1) * eps * mag + (double)n * tiny;
-  if (c->op == TUTTI_AVG) {
-    acc /= n;
-    tol = tol / n + eps * dabs(acc) + tiny;
-  }
-  *tolerance = tol;
-  return acc;
 }
 
 uint64_t ref_fnv1a(const void *data, size_t n) {

@@ -52,13 +52,14 @@ void ref_input(const ref_case_t *c, int rank, size_t idx, void *out);
 /* Fills buf with rank's input elements first .. first+n-1. */
 void ref_fill(const ref_case_t *c, int rank, size_t first, size_t n, void *buf);
 
-/* REF_EXACT only: writes to out the exact bytes every correct library must produce for the
- * reduction over all ranks of input element idx. */
-void ref_expect_reduce(const ref_case_t *c, size_t idx, void *out);
+/* REF_EXACT only: writes to out, for elements first .. first+n-1, the exact bytes every
+ * correct library must produce for the reduction over all ranks of that input element. */
+void ref_expect_reduce(const ref_case_t *c, size_t first, size_t n, void *out);
 
-/* REF_RANDOM only: the reduction over all ranks of element idx computed in double, and a bound
- * on how far a correct float result may be from it (0 for MIN and MAX: they are exact). */
-double ref_reduce_approx(const ref_case_t *c, size_t idx, double *tolerance);
+/* REF_RANDOM only: for elements first .. first+n-1, the reduction over all ranks computed in
+ * double (want) and a bound on how far a correct float result may be from it (tol; 0 for MIN
+ * and MAX: they are exact). */
+void ref_reduce_approx(const ref_case_t *c, size_t first, size_t n, double *want, double *tol);
 
 /* The value of one element of dtype as a double. */
 double ref_to_double(tutti_dtype_t dtype, const void *elem);

@@ -277,7 +277,7 @@ static void fill(void *buf, size_t n, tutti_dtype_t d) {
     else if (k < 2)
       put_f(buf, i, d, fspecial[r % 9]);
     else if (k < 9 && (d == TUTTI_FLOAT32 || d == TUTTI_FLOAT64))
-      put_f(buf, i, d, ldexp((double)(int32_t)r, -20));
+      put_f(buf, i, d, ldexp((double)(r >> 32) - 0x1p31, -20));
     else
       put_raw(buf, i, d, r);
   }
