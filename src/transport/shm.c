@@ -41,6 +41,9 @@ typedef struct shm_header {
 typedef struct shm_slot {
   _Alignas(CACHELINE) _Atomic uint32_t doorbell;
   _Atomic uint32_t sleeping;
+  /* Why this rank failed, written before it publishes the failure, so that ranks further
+   * down the line can name the first cause and not just the neighbour that gave up. */
+  _Alignas(CACHELINE) char reason[256];
 } shm_slot_t;
 
 /* Producer and consumer counters on separate lines so they do not bounce together. */
@@ -92,9 +95,13 @@ static tutti_result_t check_failed(shm_transport_t *s) {
   int32_t f = atomic_load_explicit(&s->hdr->failed, memory_order_acquire);
   struct tutti_comm *comm = s->base.comm;
   if (f == 0 || f - 1 == comm->rank) return TUTTI_SUCCESS;
-  char who[128];
-  return tutti__error(comm, TUTTI_ERR_REMOTE, "%s failed and abandoned the collective",
-                      tutti__peer_desc(comm, f - 1, who, sizeof who));
+  char who[128], why[256];
+  int li = comm->peers[f - 1].local_index;
+  memcpy(why, s->slots[li].reason, sizeof why);
+  why[sizeof why - 1] = '\0';
+  return tutti__error(comm, TUTTI_ERR_REMOTE, "%s failed and abandoned the collective (%s)",
+                      tutti__peer_desc(comm, f - 1, who, sizeof who),
+                      why[0] ? why : "no reason given");
 }
 
 static tutti_result_t shm_send(tutti_transport_t *t, int peer, const struct iovec *iov,
@@ -216,6 +223,10 @@ static void shm_wake(tutti_transport_t *t) {
 static void shm_fail(tutti_transport_t *t) {
   shm_transport_t *s = (shm_transport_t *)t;
   int32_t expected = 0;
+  char *reason = s->slots[s->me].reason;
+  size_t len = strnlen(t->comm->last_error, sizeof s->slots[s->me].reason - 1);
+  memcpy(reason, t->comm->last_error, len);
+  reason[len] = '\0';
   atomic_compare_exchange_strong(&s->hdr->failed, &expected, t->comm->rank + 1);
   for (int i = 0; i < s->nlocal; i++)
     if (i != s->me) ring_bell(s, i);

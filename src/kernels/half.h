@@ -1,0 +1,96 @@
+/*
+ * IEEE binary16 and bfloat16 <-> binary32, inline so that the reduction kernels can use them
+ * per element (half.c exports the same functions under the names in kernels.h).
+ *
+ * Branch-free on purpose: every case is computed and the right one selected, which is what
+ * lets the compiler vectorise a loop of them. The results do not depend on the CPU having
+ * F16C, nor on the FPU's rounding mode or flush-to-zero / denormals-are-zero flags: the few
+ * float operations used are exact, and none of them has a denormal operand or result.
+ */
+#ifndef TUTTI_KERNELS_HALF_H
+#define TUTTI_KERNELS_HALF_H
+
+#include <stdint.h>
+#include <string.h>
+
+#define TUTTI__F32_EXP_MASK 0x7f800000u
+#define TUTTI__F32_QUIET 0x00400000u
+
+static inline uint32_t tutti__f32_bits(float f) {
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+static inline float tutti__f32_of(uint32_t u) {
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+/* binary16 -> float, exact. A NaN keeps its payload and is made quiet, which is what F16C
+ * and Arm FCVT do with a signalling NaN. */
+static inline float tutti__half_decode(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000) << 16;
+  uint32_t em = h & 0x7fffu; /* exponent and mantissa */
+  /* Normal: rebias the exponent (15 -> 127) in place. */
+  uint32_t normal = (em << 13) + (112u << 23);
+  /* Inf / NaN: maximal exponent, payload moved up, quiet bit forced for NaN. */
+  uint32_t special = (em << 13) | TUTTI__F32_EXP_MASK | (em > 0x7c00 ? TUTTI__F32_QUIET : 0);
+  /* Zero / subnormal: man * 2^-24, a normal float (or +0). Converting an integer below 2^15
+   * and scaling by a power of two are both exact, so the rounding mode does not matter. */
+  uint32_t sub = tutti__f32_bits((float)(int32_t)em * 0x1p-24f);
+  uint32_t r = em >= 0x7c00 ? special : em >= 0x400 ? normal : sub;
+  return tutti__f32_of(sign | r);
+}
+
+/* float -> binary16, round to nearest even; infinities stay, overflow goes to infinity, NaN
+ * keeps the top of its payload and is made quiet (so it cannot turn into infinity). */
+static inline uint16_t tutti__half_encode(float f) {
+  uint32_t x = tutti__f32_bits(f);
+  uint32_t sign = (x >> 16) & 0x8000;
+  uint32_t abs = x & 0x7fffffff;
+  uint32_t nan = 0x7e00 | ((abs >> 13) & 0x3ff);
+  /* Normal half (abs in [2^-14, 65520)): rebias the exponent (127 -> 15) in place and round
+   * the 13 dropped bits with the add-a-bias trick: 0xfff, plus 1 when the kept value is odd,
+   * carries exactly when round-to-nearest-even goes up. A carry out of the mantissa bumps the
+   * exponent, which is correct; unsigned wraparound for the other ranges is discarded. */
+  uint32_t normal = (abs - (112u << 23) + 0xfffu + ((abs >> 13) & 1)) >> 13;
+  /* Subnormal half (abs in (2^-25, 2^-14)): w = abs * 2^24 counts units of 2^-24 and is
+   * exact; t = trunc(w) and w - t are exact too (Sterbenz), so the rounding is done here, to
+   * even, independent of the FPU's rounding mode. Anything at most 2^-25 (half the smallest
+   * subnormal) is fed in as 0, which rounds to (even) zero, as do float subnormals, so no
+   * operand is ever denormal. 0x1p-14 itself is normal and rounds up to 0x400 from below. */
+  uint32_t in_sub = abs - 0x33000001u < 0x38800000u - 0x33000001u;
+  float w = tutti__f32_of(in_sub ? abs : 0) * 0x1p24f;
+  int32_t t = (int32_t)w; /* w < 1024, so always in range */
+  float frac = w - (float)t;
+  uint32_t sub = (uint32_t)t + ((uint32_t)(frac > 0.5f) | ((uint32_t)(frac == 0.5f) & (uint32_t)t));
+  /* 65520 is halfway between the largest half (65504) and 2^16; the tie goes to the even
+   * side, which is infinity. Everything above (including inf) overflows too. */
+  uint32_t r = abs > TUTTI__F32_EXP_MASK ? nan
+               : abs >= 0x477ff000u      ? 0x7c00u
+               : abs >= 0x38800000u      ? normal
+                                         : sub;
+  return (uint16_t)(sign | r);
+}
+
+/* bfloat16 -> float: the top half. A NaN is made quiet. */
+static inline float tutti__bf16_decode(uint16_t b) {
+  uint32_t x = (uint32_t)b << 16;
+  return tutti__f32_of(x | ((x & 0x7fffffff) > TUTTI__F32_EXP_MASK ? TUTTI__F32_QUIET : 0));
+}
+
+/* float -> bfloat16, round to nearest even. bfloat16 is float's top half, so the exponent
+ * range is the same: subnormals need no care, and a carry out of the largest finite value
+ * lands exactly on infinity. Adding 0x7fff, plus 1 when the kept half is odd, carries exactly
+ * when rounding goes up. A NaN is made quiet rather than truncated, since truncating one whose
+ * payload lies in the low 16 bits would leave infinity. */
+static inline uint16_t tutti__bf16_encode(float f) {
+  uint32_t x = tutti__f32_bits(f);
+  uint32_t rounded = (x + 0x7fffu + ((x >> 16) & 1)) >> 16;
+  uint32_t nan = (x >> 16) | 0x40;
+  return (uint16_t)((x & 0x7fffffff) > TUTTI__F32_EXP_MASK ? nan : rounded);
+}
+
+#endif
