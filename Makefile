@@ -23,5 +23,10 @@ test-asan:
 	@cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && TUTTI_TEST_QUICK=1 ctest $(CTEST_ARGS)
 
+bench: all
+	$(BUILD)/bin/tutti-run -n 2 $(BUILD)/bin/tutti-bench -c all -b 8 -e 64M --check
+	TUTTI_TRANSPORT=tcp $(BUILD)/bin/tutti-run -n 2 $(BUILD)/bin/tutti-bench -c all -b 8 -e 64M --check
+	TUTTI_TRANSPORT=shm $(BUILD)/bin/tutti-run -n 4 $(BUILD)/bin/tutti-bench -c all -b 8 -e 64M --check
+
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)
