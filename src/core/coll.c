@@ -40,8 +40,11 @@ static tutti_result_t check_args(struct tutti_comm *comm, const tutti_coll_args_
 }
 
 static tutti_result_t run(struct tutti_comm *comm, tutti_coll_args_t *a) {
-  if (atomic_load(&comm->aborted))
-    return tutti__error(comm, TUTTI_ERR_ABORTED, "the communicator was aborted");
+  if (atomic_load(&comm->aborted)) {
+    tutti__error(comm, TUTTI_ERR_ABORTED, "the communicator was aborted");
+    tutti__comm_fail(comm, TUTTI_ERR_ABORTED);
+    return TUTTI_ERR_ABORTED;
+  }
   if (comm->failed != TUTTI_SUCCESS) {
     WARN("coll", comm->rank, "%s refused: the communicator failed earlier: %s", comm->op_name,
          comm->last_error);

@@ -235,11 +235,18 @@ tutti_result_t tutti_comm_destroy(tutti_comm_t comm) {
 
 tutti_result_t tutti_comm_abort(tutti_comm_t comm) {
   if (!comm) return TUTTI_ERR_INVALID_ARGUMENT;
-  /* Only the flag and the wake-ups: the owning thread may be inside a collective, and it
-   * marks the communicator failed and tells the peers when it sees the flag. */
+  /* The owning thread may be inside a collective: only the flag, the peers and the wake-ups
+   * are touched here; the owner sees the flag and unwinds its own state. */
+  static const char why[] = "tutti_comm_abort was called";
   atomic_store(&comm->aborted, 1);
-  if (comm->shm) comm->shm->ops->wake(comm->shm);
-  if (comm->tcp) comm->tcp->ops->wake(comm->tcp);
+  if (comm->shm) {
+    comm->shm->ops->fail(comm->shm, why);
+    comm->shm->ops->wake(comm->shm);
+  }
+  if (comm->tcp) {
+    comm->tcp->ops->fail(comm->tcp, why);
+    comm->tcp->ops->wake(comm->tcp);
+  }
   return TUTTI_SUCCESS;
 }
 

@@ -44,8 +44,8 @@ tutti_result_t tutti__error(struct tutti_comm *comm, tutti_result_t res, const c
 void tutti__comm_fail(struct tutti_comm *comm, tutti_result_t res) {
   if (comm->failed != TUTTI_SUCCESS) return;
   comm->failed = res;
-  if (comm->shm) comm->shm->ops->fail(comm->shm);
-  if (comm->tcp) comm->tcp->ops->fail(comm->tcp);
+  if (comm->shm) comm->shm->ops->fail(comm->shm, comm->last_error);
+  if (comm->tcp) comm->tcp->ops->fail(comm->tcp, comm->last_error);
 }
 
 const char *tutti__peer_desc(const struct tutti_comm *comm, int peer, char *buf, size_t len) {

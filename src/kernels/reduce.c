@@ -11,6 +11,14 @@
 #include <math.h>
 #include <string.h>
 
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#define HAVE_X86_KERNELS 1
+#include <cpuid.h>
+#include <immintrin.h>
+#include <stdatomic.h>
+#endif
+
+#include "half.h"
 #include "kernels.h"
 
 #define BLOCK_BYTES 64
@@ -29,8 +37,8 @@
 
 /* X(enum suffix, name, storage type, to float, from float) */
 #define HALF_TYPES(X)                                                                       \
-  X(FLOAT16, float16, uint16_t, tutti__half_to_float, tutti__float_to_half)                 \
-  X(BFLOAT16, bfloat16, uint16_t, tutti__bf16_to_float, tutti__float_to_bf16)
+  X(FLOAT16, float16, uint16_t, tutti__half_decode, tutti__half_encode)                     \
+  X(BFLOAT16, bfloat16, uint16_t, tutti__bf16_decode, tutti__bf16_encode)
 
 /*
  * The element operations, name##_sum (x, y) and so on, plus name##_div (x, nranks) for AVG.
@@ -76,9 +84,11 @@ INT_TYPES(INT_OPS)
 FLOAT_TYPES(FLOAT_OPS)
 HALF_TYPES(HALF_OPS)
 
-/* dst = a (op) b over n elements; see the file comment for the blocking. */
-#define BINARY_KERNEL(T, fn)                                                                \
-  static void k_##fn(void *dst, const void *a, const void *b, size_t n) {                   \
+/* dst = a (op) b over n elements; see the file comment for the blocking. The kernel is
+ * PREFIX##fn; ATTR lets the same source be compiled again for a wider instruction set. */
+#define BINARY_KERNEL(T, fn) BINARY_KERNEL_AS(T, fn, k_, )
+#define BINARY_KERNEL_AS(T, fn, PREFIX, ATTR)                                               \
+  ATTR static void PREFIX##fn(void *dst, const void *a, const void *b, size_t n) {          \
     enum { B = BLOCK_BYTES / sizeof(T) };                                                   \
     T *d = dst;                                                                             \
     const T *x = a, *y = b;                                                                 \
@@ -92,8 +102,9 @@ HALF_TYPES(HALF_OPS)
   }
 
 /* buf = buf / nranks in place: one pointer, so no aliasing question, only the trip count. */
-#define DIV_KERNEL(T, fn)                                                                   \
-  static void k_##fn(void *buf, size_t n, int nranks) {                                     \
+#define DIV_KERNEL(T, fn) DIV_KERNEL_AS(T, fn, k_, )
+#define DIV_KERNEL_AS(T, fn, PREFIX, ATTR)                                                  \
+  ATTR static void PREFIX##fn(void *buf, size_t n, int nranks) {                            \
     enum { B = BLOCK_BYTES / sizeof(T) };                                                   \
     T *p = buf;                                                                             \
     size_t i = 0;                                                                           \
@@ -128,16 +139,170 @@ static const binary_fn binary_kernels[TUTTI_FLOAT64 + 1][TUTTI_AVG + 1] = {
 static const div_fn div_kernels[TUTTI_FLOAT64 + 1] = {
     INT_TYPES(DIV_ROW) FLOAT_TYPES(DIV_ROW) HALF_TYPES(DIV_ROW)};
 
+/*
+ * x86 kernels for the 16-bit floats, chosen at run time (cpuid) and giving the same bits as
+ * the portable ones; the unit tests compare the two (tutti__simd_disabled).
+ *
+ * BFLOAT16 with AVX2: the portable kernels above, compiled again for AVX2, which doubles the
+ * vector width and has the 32 -> 16 bit packing and compares that SSE2 lacks.
+ *
+ * FLOAT16 with F16C: the conversions are one instruction per 8 elements. vcvtph2ps is exact
+ * and quiets a NaN keeping its payload, and vcvtps2ph with an immediate rounding mode of
+ * nearest-even (so MXCSR's is not used) rounds, overflows and quiets exactly like half.h. The
+ * arithmetic in between is the same float operation, and MIN/MAX pick x or y by the same
+ * rule as float32_min/max. The tail of fewer than 8 elements uses the portable functions.
+ */
+#ifdef HAVE_X86_KERNELS
+#define AVX2_TARGET __attribute__((target("avx2")))
+#define F16C_TARGET __attribute__((target("avx,f16c")))
+
+enum { CPU_PROBED = 1, CPU_F16C = 2, CPU_AVX2 = 4 };
+
+/* AVX (F16C's 256-bit form needs it) with the OS saving the ymm registers, then F16C and
+ * AVX2. */
+static int cpu_probe(void) {
+  unsigned eax, ebx, ecx, edx, xcr0, xcr0_hi;
+  int f = CPU_PROBED;
+  if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return f;
+  if ((ecx & (bit_AVX | bit_OSXSAVE)) != (bit_AVX | bit_OSXSAVE)) return f;
+  __asm__("xgetbv" : "=a"(xcr0), "=d"(xcr0_hi) : "c"(0));
+  if ((xcr0 & 6) != 6) return f; /* xmm and ymm state */
+  if (ecx & bit_F16C) f |= CPU_F16C;
+  if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) && (ebx & bit_AVX2)) f |= CPU_AVX2;
+  return f;
+}
+
+/* cpuid is slow (a VM exit under a hypervisor), so ask once; racing threads store the same
+ * answer. */
+static int cpu_features(void) {
+  static atomic_int cached;
+  int f = atomic_load_explicit(&cached, memory_order_relaxed);
+  if (f == 0) {
+    f = cpu_probe();
+    atomic_store_explicit(&cached, f, memory_order_relaxed);
+  }
+  return tutti__simd_disabled ? 0 : f;
+}
+
+BINARY_KERNEL_AS(uint16_t, bfloat16_sum, avx2_k_, AVX2_TARGET)
+BINARY_KERNEL_AS(uint16_t, bfloat16_prod, avx2_k_, AVX2_TARGET)
+BINARY_KERNEL_AS(uint16_t, bfloat16_min, avx2_k_, AVX2_TARGET)
+BINARY_KERNEL_AS(uint16_t, bfloat16_max, avx2_k_, AVX2_TARGET)
+DIV_KERNEL_AS(uint16_t, bfloat16_div, avx2_k_, AVX2_TARGET)
+
+F16C_TARGET static inline __m256 f16c_load(const uint16_t *p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)p));
+}
+
+F16C_TARGET static inline void f16c_store(uint16_t *p, __m256 v) {
+  _mm_storeu_si128((__m128i *)(void *)p, _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+}
+
+/* Like x + y in C, which NaN's payload survives when both operands are NaN is up to the
+ * compiler's choice of operand order (x86 returns the first's); the result is a NaN either
+ * way. */
+F16C_TARGET static inline __m256 f16c_sum(__m256 x, __m256 y) { return _mm256_add_ps(x, y); }
+F16C_TARGET static inline __m256 f16c_prod(__m256 x, __m256 y) { return _mm256_mul_ps(x, y); }
+
+/* m ? a : b per lane, m all ones or all zeros. (Not blendv: gcc turns that into a generic
+ * select, which without AVX2 it splits into a branch per lane.) */
+F16C_TARGET static inline __m256 f16c_select(__m256 m, __m256 a, __m256 b) {
+  return _mm256_or_ps(_mm256_and_ps(m, a), _mm256_andnot_ps(m, b));
+}
+
+/* float32_min/max's rule. When x == y (so neither is NaN) the two have the same bits unless
+ * they are zeros of opposite signs, so x | y is the one min picks (-0 if either is) and x & y
+ * the one max picks. */
+F16C_TARGET static inline __m256 f16c_min(__m256 x, __m256 y) {
+  __m256 take_x = _mm256_or_ps(_mm256_cmp_ps(x, y, _CMP_LT_OQ), _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+  __m256 r = f16c_select(take_x, x, y);
+  return f16c_select(_mm256_cmp_ps(x, y, _CMP_EQ_OQ), _mm256_or_ps(x, y), r);
+}
+
+F16C_TARGET static inline __m256 f16c_max(__m256 x, __m256 y) {
+  __m256 take_x = _mm256_or_ps(_mm256_cmp_ps(x, y, _CMP_GT_OQ), _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+  __m256 r = f16c_select(take_x, x, y);
+  return f16c_select(_mm256_cmp_ps(x, y, _CMP_EQ_OQ), _mm256_and_ps(x, y), r);
+}
+
+#define F16C_BINARY_KERNEL(op)                                                              \
+  F16C_TARGET static void f16c_k_##op(void *dst, const void *a, const void *b, size_t n) {  \
+    uint16_t *d = dst;                                                                      \
+    const uint16_t *x = a, *y = b;                                                          \
+    size_t i = 0;                                                                           \
+    for (; n - i >= 8; i += 8)                                                              \
+      f16c_store(d + i, f16c_##op(f16c_load(x + i), f16c_load(y + i)));                     \
+    for (; i < n; i++) d[i] = float16_##op(x[i], y[i]);                                     \
+  }
+
+F16C_BINARY_KERNEL(sum)
+F16C_BINARY_KERNEL(prod)
+F16C_BINARY_KERNEL(min)
+F16C_BINARY_KERNEL(max)
+
+F16C_TARGET static void f16c_k_div(void *buf, size_t n, int nranks) {
+  uint16_t *p = buf;
+  __m256 div = _mm256_set1_ps((float)nranks);
+  size_t i = 0;
+  for (; n - i >= 8; i += 8) f16c_store(p + i, _mm256_div_ps(f16c_load(p + i), div));
+  for (; i < n; i++) p[i] = float16_div(p[i], nranks);
+}
+
+typedef struct {
+  int needs; /* CPU_* */
+  binary_fn binary[TUTTI_AVG + 1];
+  div_fn div;
+} x86_row;
+
+static const x86_row x86_kernels[] = {
+    [TUTTI_FLOAT16 - TUTTI_FLOAT16] = {CPU_F16C,
+                                       {[TUTTI_SUM] = f16c_k_sum, [TUTTI_PROD] = f16c_k_prod,
+                                        [TUTTI_MIN] = f16c_k_min, [TUTTI_MAX] = f16c_k_max,
+                                        [TUTTI_AVG] = f16c_k_sum},
+                                       f16c_k_div},
+    [TUTTI_BFLOAT16 - TUTTI_FLOAT16] = {CPU_AVX2,
+                                        {[TUTTI_SUM] = avx2_k_bfloat16_sum,
+                                         [TUTTI_PROD] = avx2_k_bfloat16_prod,
+                                         [TUTTI_MIN] = avx2_k_bfloat16_min,
+                                         [TUTTI_MAX] = avx2_k_bfloat16_max,
+                                         [TUTTI_AVG] = avx2_k_bfloat16_sum},
+                                        avx2_k_bfloat16_div},
+};
+
+/* The x86 row for a valid dtype, if it has one and this CPU runs it. */
+static const x86_row *x86_kernels_for(tutti_dtype_t dtype) {
+  if (dtype != TUTTI_FLOAT16 && dtype != TUTTI_BFLOAT16) return NULL;
+  const x86_row *row = &x86_kernels[dtype - TUTTI_FLOAT16];
+  return (cpu_features() & row->needs) ? row : NULL;
+}
+#endif
+
+int tutti__simd_disabled;
+
 /* Invalid dtypes and ops are the caller's bug (the API checks them); doing nothing beats
  * indexing past the tables. */
 void tutti__reduce(void *dst, const void *a, const void *b, size_t count, tutti_dtype_t dtype,
                    tutti_op_t op) {
   if (count == 0 || !tutti__dtype_valid((int)dtype) || !tutti__op_valid((int)op)) return;
+#ifdef HAVE_X86_KERNELS
+  const x86_row *x86 = x86_kernels_for(dtype);
+  if (x86) {
+    x86->binary[op](dst, a, b, count);
+    return;
+  }
+#endif
   binary_kernels[dtype][op](dst, a, b, count);
 }
 
 void tutti__avg_finish(void *buf, size_t count, tutti_dtype_t dtype, int nranks) {
   /* Dividing by 1 changes nothing, so a single-rank communicator skips the pass. */
   if (count == 0 || nranks <= 1 || !tutti__dtype_valid((int)dtype)) return;
+#ifdef HAVE_X86_KERNELS
+  const x86_row *x86 = x86_kernels_for(dtype);
+  if (x86) {
+    x86->div(buf, count, nranks);
+    return;
+  }
+#endif
   div_kernels[dtype](buf, count, nranks);
 }

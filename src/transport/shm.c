@@ -220,13 +220,13 @@ static void shm_wake(tutti_transport_t *t) {
   ring_bell(s, s->me);
 }
 
-static void shm_fail(tutti_transport_t *t) {
+static void shm_fail(tutti_transport_t *t, const char *reason) {
   shm_transport_t *s = (shm_transport_t *)t;
   int32_t expected = 0;
-  char *reason = s->slots[s->me].reason;
-  size_t len = strnlen(t->comm->last_error, sizeof s->slots[s->me].reason - 1);
-  memcpy(reason, t->comm->last_error, len);
-  reason[len] = '\0';
+  char *dst = s->slots[s->me].reason;
+  size_t len = strnlen(reason, sizeof s->slots[s->me].reason - 1);
+  memcpy(dst, reason, len);
+  dst[len] = '\0';
   atomic_compare_exchange_strong(&s->hdr->failed, &expected, t->comm->rank + 1);
   for (int i = 0; i < s->nlocal; i++)
     if (i != s->me) ring_bell(s, i);

@@ -99,7 +99,8 @@ static void tcp_wake(tutti_transport_t *tp) {
 }
 
 /* Shutting the sockets down makes every peer's next poll report the failure at once. */
-static void tcp_fail(tutti_transport_t *tp) {
+static void tcp_fail(tutti_transport_t *tp, const char *reason) {
+  (void)reason; /* EOF is all a TCP peer can be told without a message of its own. */
   tcp_transport_t *t = (tcp_transport_t *)tp;
   for (int i = 0; i < t->base.comm->nranks; i++)
     if (t->fd[i] >= 0) shutdown(t->fd[i], SHUT_RDWR);

@@ -38,8 +38,9 @@ typedef struct tutti_transport_ops {
                           int timeout_ms);
   /* Wakes this rank's own block() from another thread (tutti_comm_abort). */
   void (*wake)(tutti_transport_t *t);
-  /* Tells every peer on this transport that this rank failed, without blocking. */
-  void (*fail)(tutti_transport_t *t);
+  /* Tells every peer on this transport that this rank failed, and why, without blocking.
+   * Safe to call from another thread (tutti_comm_abort). */
+  void (*fail)(tutti_transport_t *t, const char *reason);
   void (*destroy)(tutti_transport_t *t);
 } tutti_transport_ops_t;
 
