@@ -1,7 +1,8 @@
 /*
- * IEEE binary16 and bfloat16 <-> binary32 by bit manipulation, so results do not depend on
- * the CPU having F16C or on the FPU's flush-to-zero and rounding modes. The algorithms live in
- * half.h, inline, for the reduction kernels; these are the out-of-line entry points.
+ * IEEE binary16 and bfloat16 <-> binary32 by bit manipulation (and a few exact float
+ * operations), so results do not depend on the CPU having F16C or on the FPU's flush-to-zero
+ * and rounding modes. The algorithms live in half.h, inline, for the reduction kernels; these
+ * are the out-of-line entry points.
  */
 #include "kernels.h"
 

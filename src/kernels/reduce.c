@@ -141,7 +141,8 @@ static const div_fn div_kernels[TUTTI_FLOAT64 + 1] = {
 
 /*
  * x86 kernels for the 16-bit floats, chosen at run time (cpuid) and giving the same bits as
- * the portable ones; the unit tests compare the two (tutti__simd_disabled).
+ * the portable ones (but see f16c_sum on two NaNs); the unit tests compare the two, using
+ * tutti__simd_disabled.
  *
  * BFLOAT16 with AVX2: the portable kernels above, compiled again for AVX2, which doubles the
  * vector width and has the 32 -> 16 bit packing and compares that SSE2 lacks.
@@ -255,18 +256,17 @@ typedef struct {
 } x86_row;
 
 static const x86_row x86_kernels[] = {
-    [TUTTI_FLOAT16 - TUTTI_FLOAT16] = {CPU_F16C,
-                                       {[TUTTI_SUM] = f16c_k_sum, [TUTTI_PROD] = f16c_k_prod,
-                                        [TUTTI_MIN] = f16c_k_min, [TUTTI_MAX] = f16c_k_max,
-                                        [TUTTI_AVG] = f16c_k_sum},
-                                       f16c_k_div},
-    [TUTTI_BFLOAT16 - TUTTI_FLOAT16] = {CPU_AVX2,
-                                        {[TUTTI_SUM] = avx2_k_bfloat16_sum,
-                                         [TUTTI_PROD] = avx2_k_bfloat16_prod,
-                                         [TUTTI_MIN] = avx2_k_bfloat16_min,
-                                         [TUTTI_MAX] = avx2_k_bfloat16_max,
-                                         [TUTTI_AVG] = avx2_k_bfloat16_sum},
-                                        avx2_k_bfloat16_div},
+    [TUTTI_FLOAT16 - TUTTI_FLOAT16] =
+        {CPU_F16C,
+         {[TUTTI_SUM] = f16c_k_sum, [TUTTI_PROD] = f16c_k_prod, [TUTTI_MIN] = f16c_k_min,
+          [TUTTI_MAX] = f16c_k_max, [TUTTI_AVG] = f16c_k_sum},
+         f16c_k_div},
+    [TUTTI_BFLOAT16 - TUTTI_FLOAT16] =
+        {CPU_AVX2,
+         {[TUTTI_SUM] = avx2_k_bfloat16_sum, [TUTTI_PROD] = avx2_k_bfloat16_prod,
+          [TUTTI_MIN] = avx2_k_bfloat16_min, [TUTTI_MAX] = avx2_k_bfloat16_max,
+          [TUTTI_AVG] = avx2_k_bfloat16_sum},
+         avx2_k_bfloat16_div},
 };
 
 /* The x86 row for a valid dtype, if it has one and this CPU runs it. */

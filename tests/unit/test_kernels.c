@@ -3,10 +3,12 @@
  * integers in 64 bits and then wrapped, floats in double, 16-bit formats rounded by scaling
  * and nearbyint() instead of bit surgery.
  */
+#include <fenv.h>
 #include <float.h>
 #include <math.h>
 
 #include "harness.h"
+#include "kernels/half.h"
 #include "kernels/kernels.h"
 
 static const size_t counts[] = {0, 1, 7, 1023, 4099};
@@ -348,6 +350,17 @@ TEST(reduce_uint64) { check_dtype(TUTTI_UINT64); }
 TEST(reduce_float16) { check_dtype(TUTTI_FLOAT16); }
 TEST(reduce_bfloat16) { check_dtype(TUTTI_BFLOAT16); }
 TEST(reduce_float32) { check_dtype(TUTTI_FLOAT32); }
+/* The same through the portable kernels, where x86 ones (F16C, AVX2) would run by default. */
+TEST(reduce_float16_portable) {
+  tutti__simd_disabled = 1;
+  check_dtype(TUTTI_FLOAT16);
+  tutti__simd_disabled = 0;
+}
+TEST(reduce_bfloat16_portable) {
+  tutti__simd_disabled = 1;
+  check_dtype(TUTTI_BFLOAT16);
+  tutti__simd_disabled = 0;
+}
 TEST(reduce_float64) { check_dtype(TUTTI_FLOAT64); }
 
 /* One element through tutti__reduce; integers given as values, compared after wrapping. */
@@ -468,6 +481,100 @@ TEST(avg_finish_cases) {
   ASSERT_EQ(avg1(TUTTI_FLOAT16, 0x0003, 2), 0x0002); /* 1.5 * 2^-24 ties up to even */
   ASSERT_EQ(avg1(TUTTI_BFLOAT16, 0x3f80, 3), 0x3eab);
   ASSERT_EQ(avg1(TUTTI_FLOAT16, 0xfc00, 3), 0xfc00);
+}
+
+/*
+ * The kernels, SIMD or portable, against the exported conversions applied one element at a
+ * time, bit for bit and NaN payloads included: every 16-bit pattern against a spread of
+ * others. The one freedom is SUM/PROD of two NaNs, where C lets the compiler pick which
+ * operand's payload survives (a NaN result, quieted, from either input, or the reference's).
+ */
+static float min_rule(float x, float y) { /* kernels.h: NaN wins, -0 < +0 */
+  return (x < y || isnan(x) || (x == y && signbit(x))) ? x : y;
+}
+static float max_rule(float x, float y) {
+  return (x > y || isnan(x) || (x == y && !signbit(x))) ? x : y;
+}
+
+static void check_16bit_against_conversions(tutti_dtype_t d) {
+  int half = d == TUTTI_FLOAT16;
+  float (*to)(uint16_t) = half ? tutti__half_to_float : tutti__bf16_to_float;
+  uint16_t (*from)(float) = half ? tutti__float_to_half : tutti__float_to_bf16;
+  fmt16 fmt = half ? HALF : BF16;
+  uint16_t quiet = (uint16_t)(1 << (fmt.frac - 1));
+  size_t n = 65536 + 13; /* and a tail */
+  uint16_t *a = malloc(n * 2), *b = malloc(n * 2), *out = malloc(n * 2);
+  for (int simd = 0; simd < 2; simd++) {
+    tutti__simd_disabled = !simd;
+    for (uint32_t round = 0; round < 8; round++) {
+      for (size_t i = 0; i < n; i++) {
+        a[i] = (uint16_t)i;
+        b[i] = (uint16_t)(i * 40503u + round * 7919u + (i >> round)); /* odd multiplier */
+      }
+      for (int o = TUTTI_SUM; o <= TUTTI_MAX; o++) {
+        tutti__reduce(out, a, b, n, d, (tutti_op_t)o);
+        for (size_t i = 0; i < n; i++) {
+          float x = to(a[i]), y = to(b[i]);
+          float r = o == TUTTI_SUM ? x + y : o == TUTTI_PROD ? x * y
+                    : o == TUTTI_MIN ? min_rule(x, y) : max_rule(x, y);
+          uint16_t want = from(r), got = out[i];
+          if (got == want) continue;
+          if (o <= TUTTI_PROD && is_nan16(a[i], fmt) && is_nan16(b[i], fmt) &&
+              (got == (a[i] | quiet) || got == (b[i] | quiet)))
+            continue;
+          harness_fail(__FILE__, __LINE__, "%s %s simd %d: %#x, %#x -> %#x, want %#x",
+                       tutti__dtype_name(d), tutti__op_name(o), simd, a[i], b[i], got, want);
+        }
+      }
+    }
+    static const int nranks[] = {2, 3, 7, 200, 65535};
+    for (int k = 0; k < 5; k++) {
+      for (size_t i = 0; i < n; i++) out[i] = (uint16_t)i;
+      tutti__avg_finish(out, n, d, nranks[k]);
+      for (size_t i = 0; i < n; i++)
+        if (out[i] != from(to((uint16_t)i) / (float)nranks[k]))
+          harness_fail(__FILE__, __LINE__, "avg %s simd %d nranks %d: %#x -> %#x",
+                       tutti__dtype_name(d), simd, nranks[k], (unsigned)(uint16_t)i, out[i]);
+    }
+  }
+  tutti__simd_disabled = 0;
+  free(a), free(b), free(out);
+}
+
+TEST(float16_kernels_match_conversions) { check_16bit_against_conversions(TUTTI_FLOAT16); }
+TEST(bfloat16_kernels_match_conversions) { check_16bit_against_conversions(TUTTI_BFLOAT16); }
+
+/* The conversions do their own rounding, so the FPU's rounding mode changes nothing: compare
+ * with round-to-nearest over a spread of floats, densely where fp16 results are subnormal. */
+TEST(conversions_ignore_rounding_mode) {
+  static const int modes[] = {FE_UPWARD, FE_DOWNWARD, FE_TOWARDZERO};
+  static uint16_t want_h[1 << 16], want_b[1 << 16];
+  static float want_hf[1 << 16], want_bf[1 << 16];
+  for (uint32_t k = 0; k < (1u << 16); k++) {
+    float f = bitsf(k * 65521u + (k & 1 ? 0x80000000u : 0) + k % 3);
+    want_h[k] = tutti__float_to_half(f), want_b[k] = tutti__float_to_bf16(f);
+    want_hf[k] = tutti__half_to_float((uint16_t)k), want_bf[k] = tutti__bf16_to_float((uint16_t)k);
+  }
+  for (int m = 0; m < 3; m++) {
+    ASSERT_EQ(fesetround(modes[m]), 0);
+    for (uint32_t k = 0; k < (1u << 16); k++) {
+      float f = bitsf(k * 65521u + (k & 1 ? 0x80000000u : 0) + k % 3);
+      ASSERT_EQ(tutti__float_to_half(f), want_h[k]);
+      ASSERT_EQ(tutti__float_to_bf16(f), want_b[k]);
+      ASSERT_EQ(fbits(tutti__half_to_float((uint16_t)k)), fbits(want_hf[k]));
+      ASSERT_EQ(fbits(tutti__bf16_to_float((uint16_t)k)), fbits(want_bf[k]));
+    }
+    /* Every float whose fp16 is subnormal or rounds to 0 / 0x400, each sign: fp16 has
+     * 2^-24 ulps there, so the rounding sits in the float step. */
+    for (uint32_t u = 0x32800000u; u <= 0x38800000u; u += 37) {
+      ASSERT_EQ(fesetround(FE_TONEAREST), 0);
+      uint16_t w = tutti__float_to_half(bitsf(u));
+      ASSERT_EQ(fesetround(modes[m]), 0);
+      ASSERT_EQ(tutti__float_to_half(bitsf(u)), w);
+      ASSERT_EQ(tutti__float_to_half(bitsf(u | 0x80000000u)), w | 0x8000);
+    }
+  }
+  fesetround(FE_TONEAREST);
 }
 
 TEST(count_zero_accepts_null) {
