@@ -13,6 +13,7 @@
  *
  * TUTTI_TEST_QUICK=1 in the environment is the same as --quick.
  */
+#include <malloc.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,7 +23,14 @@
 #include "ref.h"
 #include "tutti.h"
 
-typedef enum { C_ALLGATHER, C_ALLREDUCE, C_REDUCE_SCATTER, C_BROADCAST, C_REDUCE, NUM_COLLS } coll_t;
+typedef enum {
+  C_ALLGATHER,
+  C_ALLREDUCE,
+  C_REDUCE_SCATTER,
+  C_BROADCAST,
+  C_REDUCE,
+  NUM_COLLS
+} coll_t;
 static const char *const coll_names[NUM_COLLS] = {"allgather", "allreduce", "reduce_scatter",
                                                   "broadcast", "reduce"};
 
@@ -97,6 +105,7 @@ typedef struct {
   int root;     /* -1 for collectives without one */
   size_t esize;
   gbuf_t sbuf, rbuf; /* in place, only the one that holds both is allocated */
+  unsigned char *saved; /* out of place, and in-place reduce-scatter: sbuf's data as filled */
   unsigned char *send, *recv;
 } tcase_t;
 
@@ -201,6 +210,9 @@ static void exp_gathered(const tcase_t *t, size_t k, size_t n, void *out) {
 static void exp_reduced(const tcase_t *t, size_t k, size_t n, void *out) {
   ref_expect_reduce(&t->ref, k, n, out);
 }
+static void exp_saved(const tcase_t *t, size_t k, size_t n, void *out) {
+  memcpy(out, t->saved + k * t->esize, n * t->esize);
+}
 static void exp_root_input(const tcase_t *t, size_t k, size_t n, void *out) {
   ref_fill(&t->ref, t->root, k, n, out);
 }
@@ -272,13 +284,13 @@ static int check_case(const tcase_t *t) {
       fails++;
     }
   if (!t->inplace)
-    fails += check_elems(t, "sendbuf modified", t->send, send_elems(t), exp_own_input, 0) != 0;
+    fails += check_elems(t, "sendbuf modified", t->send, send_elems(t), exp_saved, 0) != 0;
   if (t->inplace && t->coll == C_REDUCE_SCATTER) { /* the rest of sendbuf is still input */
     size_t before = (size_t)rank * c, after = (size_t)(rank + 1) * c;
-    fails += check_elems(t, "sendbuf before own slice modified", t->send, before,
-                         exp_own_input, 0) != 0;
+    fails += check_elems(t, "sendbuf before own slice modified", t->send, before, exp_saved,
+                         0) != 0;
     fails += check_elems(t, "sendbuf after own slice modified", t->recv + slot,
-                         (size_t)nranks * c - after, exp_own_input, after) != 0;
+                         (size_t)nranks * c - after, exp_saved, after) != 0;
   }
   switch (t->coll) {
   case C_ALLGATHER:
@@ -369,6 +381,15 @@ static void run_case(coll_t coll, tutti_dtype_t dt, tutti_op_t op, size_t count,
   t.esize = ref_dtype_size(dt);
   case_setup(&t);
   fill_inputs(&t);
+  t.saved = NULL;
+  if (t.sbuf.mem) { /* a copy of the input, to check that the call left it alone */
+    t.saved = malloc(t.sbuf.bytes ? t.sbuf.bytes : 1);
+    if (!t.saved) {
+      fprintf(stderr, "coll_check rank %d: out of memory\n", rank);
+      exit(1);
+    }
+    memcpy(t.saved, t.send, t.sbuf.bytes);
+  }
   check_call(run_call(&t), coll_names[coll], case_desc(&t));
   int fails = check_case(&t);
   if (mode == REF_RANDOM && (coll == C_ALLREDUCE || coll == C_ALLGATHER || coll == C_BROADCAST))
@@ -377,6 +398,7 @@ static void run_case(coll_t coll, tutti_dtype_t dt, tutti_op_t op, size_t count,
   if (fails) n_failed++;
   gbuf_free(&t.sbuf);
   gbuf_free(&t.rbuf);
+  free(t.saved);
 }
 
 /* ---- The matrix ----------------------------------------------------------------------- */
@@ -459,6 +481,12 @@ static double now_s(void) {
 
 int main(int argc, char **argv) {
   parse_args(argc, argv);
+#ifdef __GLIBC__
+  /* Keep freed buffers in the heap (up to glibc's 32 MiB limit for this): otherwise every
+   * case maps its big buffers afresh and spends its time in page faults. */
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+#endif
   setvbuf(stdout, NULL, _IOLBF, 0);
   check_call(tutti_comm_init_env(&comm), "tutti_comm_init_env", "start");
   check_call(tutti_comm_rank(comm, &rank), "tutti_comm_rank", "start");

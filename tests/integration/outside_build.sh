@@ -16,5 +16,6 @@ trap 'rm -rf "$TMP"' EXIT
 
 cd "$SRC/tests/integration"
 set -x
-cc -I"$SRC/include" seed_outside.c -L"$BUILD/lib" -ltutti -lpthread -Wl,-rpath,"$BUILD/lib" -o "$TMP/prog"
+# OUTSIDE_CFLAGS: extra flags a sanitizer build of the library needs in its users.
+cc ${OUTSIDE_CFLAGS:-} -I"$SRC/include" seed_outside.c -L"$BUILD/lib" -ltutti -lpthread -Wl,-rpath,"$BUILD/lib" -o "$TMP/prog"
 "$BUILD/bin/tutti-run" -n 3 "$TMP/prog"

@@ -130,14 +130,27 @@ static void store_floats(tutti_dtype_t dtype, const double *v, size_t n, void *o
 
 /* The REF_EXACT input: [-4, 4] (unsigned [0, 8]) for SUM/MIN/MAX/AVG; for PROD one of
  * {1, 2, -1} (unsigned {1, 2}), with factors of 2 only from the first 8 ranks, so that
- * |product| <= 256 and every partial product is exact in every dtype. */
-static inline int64_t exact_value(uint64_t seed, int sign, int prod, int rank, size_t idx) {
-  uint64_t h = ref_hash(seed, rank, idx) >> 8;
-  if (prod) {
-    int64_t v = sign ? (h % 3 == 0 ? 1 : h % 3 == 1 ? 2 : -1) : (int64_t)(1 + (h & 1));
-    return (v == 2 && rank >= 8) ? 1 : v;
+ * |product| <= 256 and every partial product is exact in every dtype. Each element takes one
+ * byte of a hash shared by 8 neighbours: cheap, and still a different value sequence per rank,
+ * per case and per element. */
+static int64_t exact_value(unsigned byte, int sign, int prod, int high_rank) {
+  if (!prod) return sign ? (int64_t)(byte % 9) - 4 : (int64_t)(byte % 9);
+  int64_t v = sign ? (byte % 3 == 0 ? 1 : byte % 3 == 1 ? 2 : -1) : (int64_t)(1 + (byte & 1));
+  return (v == 2 && high_rank) ? 1 : v;
+}
+
+/* exact_value for every byte, indexed [sign][prod][rank >= 8][byte]. */
+static const int64_t *exact_table(int sign, int prod, int high_rank) {
+  static int64_t table[2][2][2][256];
+  static int built;
+  if (!built) {
+    for (int s = 0; s < 2; s++)
+      for (int p = 0; p < 2; p++)
+        for (int h = 0; h < 2; h++)
+          for (unsigned b = 0; b < 256; b++) table[s][p][h][b] = exact_value(b, s, p, h);
+    built = 1;
   }
-  return sign ? (int64_t)(h % 9) - 4 : (int64_t)(h % 9);
+  return table[sign][prod][high_rank];
 }
 
 /* Elements first .. first+n-1 (n <= CHUNK) of rank's input as int64 (REF_EXACT), double
@@ -146,8 +159,14 @@ enum { AS_INT, AS_DOUBLE, AS_RAW };
 static int gen_chunk(const ref_case_t *c, int rank, size_t first, size_t n, int64_t *iv,
                      double *dv) {
   if (c->mode == REF_EXACT) {
-    int sign = ref_dtype_is_signed(c->dtype), prod = c->op == TUTTI_PROD;
-    for (size_t j = 0; j < n; j++) iv[j] = exact_value(c->seed, sign, prod, rank, first + j);
+    const int64_t *table =
+        exact_table(ref_dtype_is_signed(c->dtype), c->op == TUTTI_PROD, rank >= 8);
+    uint64_t h = 0;
+    for (size_t j = 0; j < n; j++) {
+      size_t idx = first + j;
+      if (j == 0 || (idx & 7) == 0) h = ref_hash(c->seed, rank, idx >> 3);
+      iv[j] = table[(h >> ((idx & 7) * 8)) & 0xffu];
+    }
     return AS_INT;
   }
   if (c->mode == REF_RANDOM && ref_dtype_is_float(c->dtype)) {
