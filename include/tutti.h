@@ -56,12 +56,35 @@ typedef enum {
   TUTTI_FLOAT16,
   TUTTI_BFLOAT16,
   TUTTI_FLOAT32,
-  TUTTI_FLOAT64
+  TUTTI_FLOAT64,
+  /* OCP 8-bit floats: E4M3 (no infinities, max 448, NaN = S.1111.111) and E5M2 (IEEE-like,
+   * max 57344). They combine in float32 and round to nearest even; E4M3 saturates to +-448
+   * on overflow, E5M2 overflows to infinity as IEEE does. */
+  TUTTI_FLOAT8_E4M3,
+  TUTTI_FLOAT8_E5M2
 } tutti_dtype_t;
 
 /* AVG: floats divide the sum by nranks; integers divide the sum by nranks, truncating.
- * FLOAT16/BFLOAT16 accumulate in float32 and round to nearest even. */
-typedef enum { TUTTI_SUM, TUTTI_PROD, TUTTI_MIN, TUTTI_MAX, TUTTI_AVG } tutti_op_t;
+ * FLOAT16/BFLOAT16/FLOAT8 accumulate in float32 and round to nearest even. BAND, BOR, BXOR
+ * are bitwise and apply to integer dtypes only (TUTTI_ERR_INVALID_ARGUMENT for floats).
+ * Values from tutti_op_create_premul_sum() are also tutti_op_t. */
+typedef enum {
+  TUTTI_SUM,
+  TUTTI_PROD,
+  TUTTI_MIN,
+  TUTTI_MAX,
+  TUTTI_AVG,
+  TUTTI_BAND,
+  TUTTI_BOR,
+  TUTTI_BXOR,
+  TUTTI_NUM_OPS /* not an operation: the first value of user-created operations */
+} tutti_op_t;
+
+/* A non-blocking operation in flight; see tutti_wait(). */
+typedef struct tutti_request *tutti_request_t;
+
+/* tutti_comm_split: the color that puts a rank in no new communicator (it gets NULL). */
+#define TUTTI_SPLIT_NOCOLOR (-1)
 
 /* ---- Communicators ------------------------------------------------------------------- */
 
@@ -130,6 +153,157 @@ TUTTI_API tutti_result_t tutti_reduce(const void *sendbuf, void *recvbuf, size_t
 
 /* Returns once every rank has entered the barrier. */
 TUTTI_API tutti_result_t tutti_barrier(tutti_comm_t comm);
+
+/* ---- Variable-count collectives -------------------------------------------------------- */
+/* Counts and displacements are in elements, arrays of nranks entries; any count may be 0.
+ * These are different calls from the equal-count forms: fragments may differ in length and
+ * land where displs says, not at rank * count. */
+
+/* Rank i's sendcount elements (sendcount must equal recvcounts[i] on every rank) land at
+ * recvbuf + displs[i] on every rank. In place when sendbuf == recvbuf + displs[rank]. */
+TUTTI_API tutti_result_t tutti_allgatherv(const void *sendbuf, size_t sendcount, void *recvbuf,
+                                          const size_t *recvcounts, const size_t *displs,
+                                          tutti_dtype_t dtype, tutti_comm_t comm);
+
+/* sendbuf holds sum(recvcounts) elements, segment i starting at recvcounts[0] + ... +
+ * recvcounts[i-1]; rank i receives in recvbuf the reduction of every rank's segment i. In
+ * place when recvbuf == sendbuf + that offset for this rank. */
+TUTTI_API tutti_result_t tutti_reduce_scatterv(const void *sendbuf, void *recvbuf,
+                                               const size_t *recvcounts, tutti_dtype_t dtype,
+                                               tutti_op_t op, tutti_comm_t comm);
+
+/* Rank i's sendcount elements (== recvcounts[i] at the root) land at recvbuf + displs[i] on
+ * the root only; recvcounts, displs and recvbuf are read only at the root. */
+TUTTI_API tutti_result_t tutti_gatherv(const void *sendbuf, size_t sendcount, void *recvbuf,
+                                       const size_t *recvcounts, const size_t *displs,
+                                       tutti_dtype_t dtype, int root, tutti_comm_t comm);
+
+/* The root's sendcounts[i] elements at sendbuf + displs[i] go to rank i's recvbuf
+ * (recvcount == sendcounts[i]); sendbuf, sendcounts and displs are read only at the root. */
+TUTTI_API tutti_result_t tutti_scatterv(const void *sendbuf, const size_t *sendcounts,
+                                        const size_t *displs, void *recvbuf, size_t recvcount,
+                                        tutti_dtype_t dtype, int root, tutti_comm_t comm);
+
+/* sendcounts[j] elements at sendbuf + sdispls[j] go to rank j, landing there at recvbuf +
+ * rdispls[i] (i = this rank), with recvcounts[i] on j equal to sendcounts[j] here. Send and
+ * receive buffers must not overlap. */
+TUTTI_API tutti_result_t tutti_alltoallv(const void *sendbuf, const size_t *sendcounts,
+                                         const size_t *sdispls, void *recvbuf,
+                                         const size_t *recvcounts, const size_t *rdispls,
+                                         tutti_dtype_t dtype, tutti_comm_t comm);
+
+/* ---- Equal-count forms ----------------------------------------------------------------- */
+
+/* count elements per peer: block j of sendbuf goes to rank j, block i of recvbuf comes from
+ * rank i (blocks of count elements). */
+TUTTI_API tutti_result_t tutti_alltoall(const void *sendbuf, void *recvbuf, size_t count,
+                                        tutti_dtype_t dtype, tutti_comm_t comm);
+/* The root's recvbuf receives nranks * count elements, rank i's at i * count. */
+TUTTI_API tutti_result_t tutti_gather(const void *sendbuf, void *recvbuf, size_t count,
+                                      tutti_dtype_t dtype, int root, tutti_comm_t comm);
+/* Block i of the root's sendbuf (count elements) goes to rank i's recvbuf. */
+TUTTI_API tutti_result_t tutti_scatter(const void *sendbuf, void *recvbuf, size_t count,
+                                       tutti_dtype_t dtype, int root, tutti_comm_t comm);
+
+/* ---- Point-to-point -------------------------------------------------------------------- */
+/* Matched in order per (sender, receiver) pair; count and dtype must agree on both sides. */
+TUTTI_API tutti_result_t tutti_send(const void *buf, size_t count, tutti_dtype_t dtype, int peer,
+                                    tutti_comm_t comm);
+TUTTI_API tutti_result_t tutti_recv(void *buf, size_t count, tutti_dtype_t dtype, int peer,
+                                    tutti_comm_t comm);
+
+/* ---- Non-blocking forms ---------------------------------------------------------------- */
+/* Each starts the operation and returns at once with *req; buffers may not be touched until
+ * tutti_wait(req) (or tutti_test reporting done). Operations on one communicator complete in
+ * the order they were issued; a progress thread of the communicator drives them, so the
+ * caller need not call tutti_test to make progress. Arguments are checked before return:
+ * an invalid one gives TUTTI_ERR_INVALID_ARGUMENT and no request. */
+TUTTI_API tutti_result_t tutti_iallgather(const void *sendbuf, void *recvbuf, size_t sendcount,
+                                          tutti_dtype_t dtype, tutti_comm_t comm,
+                                          tutti_request_t *req);
+TUTTI_API tutti_result_t tutti_iallreduce(const void *sendbuf, void *recvbuf, size_t count,
+                                          tutti_dtype_t dtype, tutti_op_t op, tutti_comm_t comm,
+                                          tutti_request_t *req);
+TUTTI_API tutti_result_t tutti_ireduce_scatter(const void *sendbuf, void *recvbuf,
+                                               size_t recvcount, tutti_dtype_t dtype,
+                                               tutti_op_t op, tutti_comm_t comm,
+                                               tutti_request_t *req);
+TUTTI_API tutti_result_t tutti_ibroadcast(const void *sendbuf, void *recvbuf, size_t count,
+                                          tutti_dtype_t dtype, int root, tutti_comm_t comm,
+                                          tutti_request_t *req);
+TUTTI_API tutti_result_t tutti_ireduce(const void *sendbuf, void *recvbuf, size_t count,
+                                       tutti_dtype_t dtype, tutti_op_t op, int root,
+                                       tutti_comm_t comm, tutti_request_t *req);
+TUTTI_API tutti_result_t tutti_ibarrier(tutti_comm_t comm, tutti_request_t *req);
+TUTTI_API tutti_result_t tutti_iallgatherv(const void *sendbuf, size_t sendcount, void *recvbuf,
+                                           const size_t *recvcounts, const size_t *displs,
+                                           tutti_dtype_t dtype, tutti_comm_t comm,
+                                           tutti_request_t *req);
+TUTTI_API tutti_result_t tutti_ireduce_scatterv(const void *sendbuf, void *recvbuf,
+                                                const size_t *recvcounts, tutti_dtype_t dtype,
+                                                tutti_op_t op, tutti_comm_t comm,
+                                                tutti_request_t *req);
+TUTTI_API tutti_result_t tutti_igatherv(const void *sendbuf, size_t sendcount, void *recvbuf,
+                                        const size_t *recvcounts, const size_t *displs,
+                                        tutti_dtype_t dtype, int root, tutti_comm_t comm,
+                                        tutti_request_t *req);
+TUTTI_API tutti_result_t tutti_iscatterv(const void *sendbuf, const size_t *sendcounts,
+                                         const size_t *displs, void *recvbuf, size_t recvcount,
+                                         tutti_dtype_t dtype, int root, tutti_comm_t comm,
+                                         tutti_request_t *req);
+TUTTI_API tutti_result_t tutti_ialltoallv(const void *sendbuf, const size_t *sendcounts,
+                                          const size_t *sdispls, void *recvbuf,
+                                          const size_t *recvcounts, const size_t *rdispls,
+                                          tutti_dtype_t dtype, tutti_comm_t comm,
+                                          tutti_request_t *req);
+TUTTI_API tutti_result_t tutti_ialltoall(const void *sendbuf, void *recvbuf, size_t count,
+                                         tutti_dtype_t dtype, tutti_comm_t comm,
+                                         tutti_request_t *req);
+TUTTI_API tutti_result_t tutti_igather(const void *sendbuf, void *recvbuf, size_t count,
+                                       tutti_dtype_t dtype, int root, tutti_comm_t comm,
+                                       tutti_request_t *req);
+TUTTI_API tutti_result_t tutti_iscatter(const void *sendbuf, void *recvbuf, size_t count,
+                                        tutti_dtype_t dtype, int root, tutti_comm_t comm,
+                                        tutti_request_t *req);
+TUTTI_API tutti_result_t tutti_isend(const void *buf, size_t count, tutti_dtype_t dtype,
+                                     int peer, tutti_comm_t comm, tutti_request_t *req);
+TUTTI_API tutti_result_t tutti_irecv(void *buf, size_t count, tutti_dtype_t dtype, int peer,
+                                     tutti_comm_t comm, tutti_request_t *req);
+
+/* Blocks (without burning a core) until req is complete and returns its result. The request
+ * stays valid, and keeps its result, until tutti_request_free. */
+TUTTI_API tutti_result_t tutti_wait(tutti_request_t req);
+/* Sets *done to 1 if req is complete (and returns its result), else to 0 (TUTTI_SUCCESS). */
+TUTTI_API tutti_result_t tutti_test(tutti_request_t req, int *done);
+/* Releases req; if it is still running, it completes in the background first. */
+TUTTI_API tutti_result_t tutti_request_free(tutti_request_t req);
+
+/* ---- Groups ---------------------------------------------------------------------------- */
+/* Calls made by this thread between tutti_group_start() and tutti_group_end() are collected
+ * and run together at tutti_group_end() (like ncclGroupStart/End); groups nest. Blocking
+ * calls inside a group only check their arguments and return; their buffers are complete
+ * when tutti_group_end() returns, which returns the first failure among them. All sends and
+ * receives of a group are posted at once, so any order of them cannot deadlock; consecutive
+ * all-reduces with the same dtype and op travel as one message. */
+TUTTI_API tutti_result_t tutti_group_start(void);
+TUTTI_API tutti_result_t tutti_group_end(void);
+
+/* ---- Communicator construction --------------------------------------------------------- */
+/* Collective over comm (MPI_Comm_split): ranks with the same color form a new communicator,
+ * ordered by key, then by rank in comm. color TUTTI_SPLIT_NOCOLOR gives *newcomm = NULL. The
+ * new communicators are independent of comm and may run at the same time. */
+TUTTI_API tutti_result_t tutti_comm_split(tutti_comm_t comm, int color, int key,
+                                          tutti_comm_t *newcomm);
+/* Collective over comm: a new communicator with the same ranks. */
+TUTTI_API tutti_result_t tutti_comm_dup(tutti_comm_t comm, tutti_comm_t *newcomm);
+
+/* ---- User operations ------------------------------------------------------------------- */
+/* ncclRedOpCreatePreMulSum: an operation that multiplies every input element by *scalar (of
+ * type dtype) and sums. It is valid on comm only, with that dtype (floats, or integers with
+ * wrapping arithmetic), until tutti_op_destroy. */
+TUTTI_API tutti_result_t tutti_op_create_premul_sum(tutti_op_t *op, const void *scalar,
+                                                    tutti_dtype_t dtype, tutti_comm_t comm);
+TUTTI_API tutti_result_t tutti_op_destroy(tutti_op_t op, tutti_comm_t comm);
 
 #ifdef __cplusplus
 }

@@ -214,6 +214,10 @@ static void combine_ints(tutti_op_t op, int64_t *acc, uint64_t *prod, const int6
   case TUTTI_PROD: for (size_t j = 0; j < m; j++) prod[j] *= (uint64_t)v[j]; break;
   case TUTTI_MIN: for (size_t j = 0; j < m; j++) acc[j] = v[j] < acc[j] ? v[j] : acc[j]; break;
   case TUTTI_MAX: for (size_t j = 0; j < m; j++) acc[j] = v[j] > acc[j] ? v[j] : acc[j]; break;
+  case TUTTI_BAND: for (size_t j = 0; j < m; j++) acc[j] &= v[j]; break;
+  case TUTTI_BOR: for (size_t j = 0; j < m; j++) acc[j] |= v[j]; break;
+  case TUTTI_BXOR: for (size_t j = 0; j < m; j++) acc[j] ^= v[j]; break;
+  default: break; /* no other operation reaches the reference */
   }
 }
 
@@ -223,6 +227,7 @@ static void combine_doubles(tutti_op_t op, double *acc, const double *v, size_t 
   case TUTTI_PROD: for (size_t j = 0; j < m; j++) acc[j] *= v[j]; break;
   case TUTTI_MIN: for (size_t j = 0; j < m; j++) acc[j] = v[j] < acc[j] ? v[j] : acc[j]; break;
   case TUTTI_MAX: for (size_t j = 0; j < m; j++) acc[j] = v[j] > acc[j] ? v[j] : acc[j]; break;
+  default: break; /* bitwise operations apply to integers only */
   }
 }
 
@@ -284,6 +289,7 @@ double ref_to_double(tutti_dtype_t dtype, const void *elem) {
   case TUTTI_BFLOAT16: { uint16_t v; memcpy(&v, elem, 2); return ref_bf16_to_f32(v); }
   case TUTTI_FLOAT32: { float v; memcpy(&v, elem, 4); return v; }
   case TUTTI_FLOAT64: { double v; memcpy(&v, elem, 8); return v; }
+  default: break; /* 8-bit floats are not in this matrix yet */
   }
   return 0;
 }

@@ -3,6 +3,7 @@
  * bus bandwidth is counted, and how one call is checked against an expectation computed here,
  * element by element, from the inputs every rank is known to have stored.
  */
+#include <stdint.h>
 #include "bench.h"
 
 #include <string.h>
@@ -58,6 +59,10 @@ static double reduced(const struct bench_run *b, const struct bench_coll *c, siz
     case TUTTI_PROD: acc *= v; break;
     case TUTTI_MIN: acc = v < acc ? v : acc; break;
     case TUTTI_MAX: acc = v > acc ? v : acc; break;
+    case TUTTI_BAND: acc = (double)((int64_t)acc & (int64_t)v); break;
+    case TUTTI_BOR: acc = (double)((int64_t)acc | (int64_t)v); break;
+    case TUTTI_BXOR: acc = (double)((int64_t)acc ^ (int64_t)v); break;
+    default: break; /* user operations are not benchmarked */
     }
   }
   if (b->op == TUTTI_AVG) /* integers truncate; the sum is never negative here */
