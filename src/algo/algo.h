@@ -15,21 +15,44 @@ typedef enum {
   TUTTI_COLL_BROADCAST,
   TUTTI_COLL_REDUCE,
   TUTTI_COLL_BARRIER,
+  TUTTI_COLL_ALLGATHERV,
+  TUTTI_COLL_REDUCE_SCATTERV,
+  TUTTI_COLL_GATHERV,
+  TUTTI_COLL_SCATTERV,
+  TUTTI_COLL_ALLTOALLV,
+  TUTTI_COLL_SEND,
+  TUTTI_COLL_RECV,
   TUTTI_COLL_COUNT
 } tutti_coll_t;
 
-/* One collective call, checked by coll.c. count is per rank as in the API (sendcount for
- * all-gather, recvcount for reduce-scatter). */
+/*
+ * One call, checked by coll.c. count is per rank as in the API (sendcount for all-gather,
+ * recvcount for reduce-scatter). Which fields the other kinds use, all counts and
+ * displacements in elements, arrays of nranks entries:
+ *   ALLGATHERV      count = sendcount, counts = recvcounts, displs
+ *   REDUCE_SCATTERV counts = recvcounts, displs = their prefix sums (filled by coll.c)
+ *   GATHERV         count = sendcount, counts = recvcounts, displs, root (arrays: root only)
+ *   SCATTERV        counts = sendcounts, displs, count = recvcount, root (arrays: root only)
+ *   ALLTOALLV       counts = sendcounts, displs = sdispls, rcounts, rdispls
+ *   SEND / RECV     sendbuf / recvbuf, count, peer
+ * The arrays are owned by the caller of the algorithm for the whole call. For v-kinds,
+ * `count` of the whole operation is not meaningful; coll.c skips no-op calls itself.
+ */
 typedef struct tutti_coll_args {
   tutti_coll_t coll;
   const void *sendbuf;
   void *recvbuf;
   size_t count;
   tutti_dtype_t dtype;
-  tutti_op_t op;
+  tutti_op_t op; /* always a built-in operation here: coll.c turns premul-sum into SUM */
   int root;
   size_t esize;
   int64_t deadline;
+  const size_t *counts;
+  const size_t *displs;
+  const size_t *rcounts;
+  const size_t *rdispls;
+  int peer;
 } tutti_coll_args_t;
 
 typedef tutti_result_t (*tutti_algo_fn)(struct tutti_comm *comm, const tutti_coll_args_t *a);
@@ -54,6 +77,11 @@ tutti_result_t tutti__ring_reduce_scatter(struct tutti_comm *comm, const tutti_c
 tutti_result_t tutti__chain_broadcast(struct tutti_comm *comm, const tutti_coll_args_t *a);
 tutti_result_t tutti__chain_reduce(struct tutti_comm *comm, const tutti_coll_args_t *a);
 tutti_result_t tutti__dissemination_barrier(struct tutti_comm *comm, const tutti_coll_args_t *a);
+tutti_result_t tutti__ring_allgatherv(struct tutti_comm *comm, const tutti_coll_args_t *a);
+tutti_result_t tutti__ring_reduce_scatterv(struct tutti_comm *comm, const tutti_coll_args_t *a);
+tutti_result_t tutti__direct_gatherv(struct tutti_comm *comm, const tutti_coll_args_t *a);
+tutti_result_t tutti__direct_scatterv(struct tutti_comm *comm, const tutti_coll_args_t *a);
+tutti_result_t tutti__pairwise_alltoallv(struct tutti_comm *comm, const tutti_coll_args_t *a);
 
 /* ---- pipeline.c: bounded windows of outstanding sends ---------------------------------- */
 

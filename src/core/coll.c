@@ -1,45 +1,83 @@
 /*
- * The collective entry points: check the arguments (before touching any buffer or peer),
- * pick the algorithm, run it, and turn a failure into a failed communicator.
+ * The collective and point-to-point entry points: check the arguments (before touching any
+ * buffer or peer), turn the call into a task, and hand it to the engine; and the task runner
+ * that picks the algorithm, runs it, and turns a failure into a failed communicator.
  */
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
-#include "algo/algo.h"
+#include "core/check.h"
+#include "core/engine.h"
+#include "core/userop.h"
 #include "kernels/kernels.h"
-#include "transport/transport.h"
 
-static tutti_result_t invalid(struct tutti_comm *comm, const char *fmt, const char *what,
-                              long long value) {
-  return tutti__error(comm, TUTTI_ERR_INVALID_ARGUMENT, fmt, what, value);
+/* ---- Argument checks ----------------------------------------------------------------- */
+
+static tutti_result_t bad(struct tutti_comm *comm, const char *what, const char *why) {
+  return tutti__error(comm, TUTTI_ERR_INVALID_ARGUMENT, "%s %s", what, why);
 }
 
-/* Checks dtype, op, root, sizes and buffers of a; the communicator stays usable if not. */
-static tutti_result_t check_args(struct tutti_comm *comm, const tutti_coll_args_t *a,
-                                 int reduces, int has_root, size_t nblocks) {
+tutti_result_t tutti__check_dtype_op(struct tutti_comm *comm, const tutti_coll_args_t *a,
+                                     int reduces) {
   if (!tutti__dtype_valid((int)a->dtype))
-    return invalid(comm, "%s %lld is not a tutti_dtype_t", "dtype", (long long)a->dtype);
-  if (reduces && !tutti__op_valid((int)a->op))
-    return invalid(comm, "%s %lld is not a tutti_op_t", "op", (long long)a->op);
-  if (has_root && (a->root < 0 || a->root >= comm->nranks))
-    return tutti__error(comm, TUTTI_ERR_INVALID_ARGUMENT, "root %d is not a rank of this "
-                        "communicator of %d", a->root, comm->nranks);
-  size_t es = tutti__dtype_size(a->dtype);
-  if (a->count > SIZE_MAX / es / nblocks)
-    return tutti__error(comm, TUTTI_ERR_INVALID_ARGUMENT, "count %zu of %s overflows the "
-                        "address space", a->count, tutti__dtype_name((int)a->dtype));
-  if (a->count == 0) return TUTTI_SUCCESS;
-  int is_root = has_root && a->root == comm->rank;
-  /* Broadcast reads sendbuf only at the root; reduce writes recvbuf only at the root. */
-  int need_send = a->coll != TUTTI_COLL_BROADCAST || is_root;
-  int need_recv = a->coll != TUTTI_COLL_REDUCE || is_root;
-  if (need_send && !a->sendbuf)
-    return invalid(comm, "%s is NULL with count %lld", "sendbuf", (long long)a->count);
-  if (need_recv && !a->recvbuf)
-    return invalid(comm, "%s is NULL with count %lld", "recvbuf", (long long)a->count);
+    return tutti__error(comm, TUTTI_ERR_INVALID_ARGUMENT, "dtype %d is not a tutti_dtype_t",
+                        (int)a->dtype);
+  if (!reduces) return TUTTI_SUCCESS;
+  if ((int)a->op >= TUTTI_NUM_OPS) return tutti__userop_check(comm, a->op, a->dtype);
+  if (!tutti__op_valid((int)a->op))
+    return tutti__error(comm, TUTTI_ERR_INVALID_ARGUMENT, "op %d is not a tutti_op_t",
+                        (int)a->op);
+  if (!tutti__op_supports((int)a->op, (int)a->dtype))
+    return tutti__error(comm, TUTTI_ERR_INVALID_ARGUMENT, "op %s does not apply to dtype %s",
+                        tutti__op_name((int)a->op), tutti__dtype_name((int)a->dtype));
   return TUTTI_SUCCESS;
 }
 
-static tutti_result_t run(struct tutti_comm *comm, tutti_coll_args_t *a) {
+tutti_result_t tutti__check_rank(struct tutti_comm *comm, const char *what, int r) {
+  if (r < 0 || r >= comm->nranks)
+    return tutti__error(comm, TUTTI_ERR_INVALID_ARGUMENT, "%s %d is not a rank of this "
+                        "communicator of %d", what, r, comm->nranks);
+  return TUTTI_SUCCESS;
+}
+
+/* count elements, times mult, of the widest dtype (16 bytes bounds every element size) must
+ * fit in the address space. */
+tutti_result_t tutti__check_size(struct tutti_comm *comm, size_t count, size_t mult) {
+  if (mult && count > SIZE_MAX / 16 / mult)
+    return tutti__error(comm, TUTTI_ERR_INVALID_ARGUMENT, "count %zu overflows the address "
+                        "space", count);
+  return TUTTI_SUCCESS;
+}
+
+tutti_result_t tutti__need_buf(struct tutti_comm *comm, const void *buf, const char *name,
+                               size_t count) {
+  if (count && !buf)
+    return tutti__error(comm, TUTTI_ERR_INVALID_ARGUMENT, "%s is NULL with %zu elements to "
+                        "move", name, count);
+  return TUTTI_SUCCESS;
+}
+
+/* Sums an array of nranks counts, checking it and the displacements for overflow; displs
+ * may be NULL. */
+tutti_result_t tutti__check_array(struct tutti_comm *comm, const size_t *counts,
+                                  const size_t *displs, const char *name, size_t *total) {
+  if (!counts) return bad(comm, name, "is NULL");
+  size_t sum = 0;
+  for (int i = 0; i < comm->nranks; i++) {
+    if (counts[i] > SIZE_MAX / 16 - sum ||
+        (displs && displs[i] > SIZE_MAX / 16 - counts[i]))
+      return tutti__error(comm, TUTTI_ERR_INVALID_ARGUMENT, "%s[%d] overflows the address "
+                          "space", name, i);
+    sum += counts[i];
+  }
+  *total = sum;
+  return TUTTI_SUCCESS;
+}
+
+/* ---- Running a task -------------------------------------------------------------------- */
+
+static tutti_result_t usable(struct tutti_comm *comm) {
   if (atomic_load(&comm->aborted)) {
     tutti__error(comm, TUTTI_ERR_ABORTED, "the communicator was aborted");
     tutti__comm_fail(comm, TUTTI_ERR_ABORTED);
@@ -50,16 +88,72 @@ static tutti_result_t run(struct tutti_comm *comm, tutti_coll_args_t *a) {
          comm->last_error);
     return TUTTI_ERR_INVALID_USAGE;
   }
-  comm->seq++;
-  if (a->count == 0 && a->coll != TUTTI_COLL_BARRIER) return TUTTI_SUCCESS;
+  return TUTTI_SUCCESS;
+}
+
+static uint32_t p2p_tag(uint32_t n) { return 0x80000000u | (n & 0x7fffffffu); }
+
+tutti_result_t tutti__p2p_post(struct tutti_comm *comm, const tutti_task_t *t, tutti_xfer_t *x,
+                               int64_t *deadline) {
+  const tutti_coll_args_t *a = &t->a;
+  comm->op_name = t->api;
+  TRY(usable(comm));
+  tutti_peer_t *p = &comm->peers[a->peer];
+  size_t bytes = a->count * tutti__dtype_size(a->dtype);
+  *deadline = tutti__deadline_after(comm->cfg.timeout_s);
+  /* Point-to-point messages count per ordered pair, so they match in order and can never be
+   * taken for a collective's message (whose tag is the collective sequence number). */
+  if (a->coll == TUTTI_COLL_SEND)
+    return tutti__isend_tag(comm, x, a->peer, a->sendbuf, bytes, p2p_tag(p->p2p_sent++));
+  return tutti__irecv_tag(comm, x, a->peer, a->recvbuf, bytes, p2p_tag(p->p2p_rcvd++));
+}
+
+/* Elements of sendbuf a reducing collective reads: what a premul-sum must scale. */
+static size_t send_elems(const struct tutti_comm *comm, const tutti_coll_args_t *a) {
+  switch (a->coll) {
+  case TUTTI_COLL_REDUCE_SCATTER: return a->count * (size_t)comm->nranks;
+  case TUTTI_COLL_REDUCE_SCATTERV: {
+    size_t s = 0;
+    for (int i = 0; i < comm->nranks; i++) s += a->counts[i];
+    return s;
+  }
+  default: return a->count;
+  }
+}
+
+static tutti_result_t run_algorithm(struct tutti_comm *comm, tutti_coll_args_t *a) {
   a->esize = tutti__dtype_size(a->dtype);
   a->deadline = tutti__deadline_after(comm->cfg.timeout_s);
   const tutti_algo_t *algo = tutti__algo_select(comm, a);
-  if (!algo) return tutti__error(comm, TUTTI_ERR_INTERNAL, "no algorithm implements %s",
-                                 tutti__coll_name(a->coll));
+  if (!algo)
+    return tutti__error(comm, TUTTI_ERR_INTERNAL, "no algorithm implements %s",
+                        tutti__coll_name(a->coll));
   TRACE("coll", comm->rank, "%s #%u: %zu x %s, algorithm %s", tutti__coll_name(a->coll),
         comm->seq, a->count, tutti__dtype_name((int)a->dtype), algo->name);
-  tutti_result_t res = algo->fn[a->coll](comm, a);
+  return algo->fn[a->coll](comm, a);
+}
+
+tutti_result_t tutti__task_run(struct tutti_comm *comm, tutti_task_t *t) {
+  comm->op_name = t->api;
+  TRY(usable(comm));
+  tutti_coll_args_t a = t->a;
+  tutti_result_t res;
+  if (a.coll == TUTTI_COLL_SEND || a.coll == TUTTI_COLL_RECV) {
+    tutti_xfer_t x;
+    int64_t deadline;
+    res = tutti__p2p_post(comm, t, &x, &deadline);
+    if (res == TUTTI_SUCCESS) res = tutti__wait(comm, &x, deadline);
+  } else {
+    comm->seq++;
+    int fixed = a.coll <= TUTTI_COLL_BARRIER;
+    if (fixed && a.count == 0 && a.coll != TUTTI_COLL_BARRIER) return TUTTI_SUCCESS;
+    void *scaled = NULL;
+    res = TUTTI_SUCCESS;
+    if ((int)a.op >= TUTTI_NUM_OPS)
+      res = tutti__userop_prepare(comm, &a, send_elems(comm, &a), &scaled);
+    if (res == TUTTI_SUCCESS) res = run_algorithm(comm, &a);
+    free(scaled);
+  }
   if (res != TUTTI_SUCCESS) {
     tutti__comm_fail(comm, res);
     tutti__drop_ops(comm);
@@ -67,61 +161,146 @@ static tutti_result_t run(struct tutti_comm *comm, tutti_coll_args_t *a) {
   return res;
 }
 
-/* Common prologue: a NULL communicator has nowhere to keep a message, so it is logged. */
-#define ENTER(comm, name)                                                                   \
-  do {                                                                                      \
-    if (!(comm)) {                                                                          \
-      WARN("coll", -1, "%s: the communicator is NULL", name);                               \
-      return TUTTI_ERR_INVALID_ARGUMENT;                                                    \
-    }                                                                                       \
-    (comm)->op_name = name;                                                                 \
-  } while (0)
+/* ---- Entry points ---------------------------------------------------------------------- */
+
+tutti_result_t tutti__submit(struct tutti_comm *comm, const char *api, const tutti_coll_args_t *a,
+                             tutti_request_t *req) {
+  tutti_task_t t = {*a, api, NULL};
+  return tutti__engine_submit(comm, &t, req);
+}
+
+#define TUTTI_ARGS(kind, ...) ((tutti_coll_args_t){.coll = (kind), __VA_ARGS__})
+
+static tutti_result_t do_allgather(const void *sendbuf, void *recvbuf, size_t sendcount,
+                                   tutti_dtype_t dtype, tutti_comm_t comm, tutti_request_t *req,
+                                   const char *api) {
+  TUTTI_ENTER(comm, api);
+  tutti_coll_args_t a = TUTTI_ARGS(TUTTI_COLL_ALLGATHER, .sendbuf = sendbuf, .recvbuf = recvbuf,
+                             .count = sendcount, .dtype = dtype);
+  TRY(tutti__check_dtype_op(comm, &a, 0));
+  TRY(tutti__check_size(comm, sendcount, (size_t)comm->nranks));
+  TRY(tutti__need_buf(comm, sendbuf, "sendbuf", sendcount));
+  TRY(tutti__need_buf(comm, recvbuf, "recvbuf", sendcount));
+  return tutti__submit(comm, api, &a, req);
+}
+
+static tutti_result_t do_reducing(tutti_coll_t kind, const void *sendbuf, void *recvbuf,
+                                  size_t count, tutti_dtype_t dtype, tutti_op_t op, int root,
+                                  tutti_comm_t comm, tutti_request_t *req, const char *api) {
+  TUTTI_ENTER(comm, api);
+  tutti_coll_args_t a = TUTTI_ARGS(kind, .sendbuf = sendbuf, .recvbuf = recvbuf, .count = count,
+                             .dtype = dtype, .op = op, .root = root);
+  int has_root = kind == TUTTI_COLL_BROADCAST || kind == TUTTI_COLL_REDUCE;
+  TRY(tutti__check_dtype_op(comm, &a, kind != TUTTI_COLL_BROADCAST));
+  if (has_root) TRY(tutti__check_rank(comm, "root", root));
+  TRY(tutti__check_size(comm, count, kind == TUTTI_COLL_REDUCE_SCATTER ? (size_t)comm->nranks : 1));
+  int is_root = has_root && root == comm->rank;
+  /* Broadcast reads sendbuf only at the root; reduce writes recvbuf only at the root. */
+  if (kind != TUTTI_COLL_BROADCAST || is_root) TRY(tutti__need_buf(comm, sendbuf, "sendbuf", count));
+  if (kind != TUTTI_COLL_REDUCE || is_root) TRY(tutti__need_buf(comm, recvbuf, "recvbuf", count));
+  return tutti__submit(comm, api, &a, req);
+}
 
 tutti_result_t tutti_allgather(const void *sendbuf, void *recvbuf, size_t sendcount,
                                tutti_dtype_t dtype, tutti_comm_t comm) {
-  ENTER(comm, "tutti_allgather");
-  tutti_coll_args_t a = {TUTTI_COLL_ALLGATHER, sendbuf, recvbuf, sendcount, dtype, TUTTI_SUM,
-                         0, 0, 0};
-  TRY(check_args(comm, &a, 0, 0, (size_t)comm->nranks));
-  return run(comm, &a);
+  return do_allgather(sendbuf, recvbuf, sendcount, dtype, comm, NULL, "tutti_allgather");
 }
-
+tutti_result_t tutti_iallgather(const void *sendbuf, void *recvbuf, size_t sendcount,
+                                tutti_dtype_t dtype, tutti_comm_t comm, tutti_request_t *req) {
+  if (!req) return TUTTI_ERR_INVALID_ARGUMENT;
+  return do_allgather(sendbuf, recvbuf, sendcount, dtype, comm, req, "tutti_iallgather");
+}
 tutti_result_t tutti_allreduce(const void *sendbuf, void *recvbuf, size_t count,
                                tutti_dtype_t dtype, tutti_op_t op, tutti_comm_t comm) {
-  ENTER(comm, "tutti_allreduce");
-  tutti_coll_args_t a = {TUTTI_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, 0, 0, 0};
-  TRY(check_args(comm, &a, 1, 0, 1));
-  return run(comm, &a);
+  return do_reducing(TUTTI_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, 0, comm, NULL,
+                     "tutti_allreduce");
 }
-
+tutti_result_t tutti_iallreduce(const void *sendbuf, void *recvbuf, size_t count,
+                                tutti_dtype_t dtype, tutti_op_t op, tutti_comm_t comm,
+                                tutti_request_t *req) {
+  if (!req) return TUTTI_ERR_INVALID_ARGUMENT;
+  return do_reducing(TUTTI_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, 0, comm, req,
+                     "tutti_iallreduce");
+}
 tutti_result_t tutti_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
                                     tutti_dtype_t dtype, tutti_op_t op, tutti_comm_t comm) {
-  ENTER(comm, "tutti_reduce_scatter");
-  tutti_coll_args_t a = {TUTTI_COLL_REDUCE_SCATTER, sendbuf, recvbuf, recvcount, dtype, op,
-                         0, 0, 0};
-  TRY(check_args(comm, &a, 1, 0, (size_t)comm->nranks));
-  return run(comm, &a);
+  return do_reducing(TUTTI_COLL_REDUCE_SCATTER, sendbuf, recvbuf, recvcount, dtype, op, 0,
+                     comm, NULL, "tutti_reduce_scatter");
 }
-
+tutti_result_t tutti_ireduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
+                                     tutti_dtype_t dtype, tutti_op_t op, tutti_comm_t comm,
+                                     tutti_request_t *req) {
+  if (!req) return TUTTI_ERR_INVALID_ARGUMENT;
+  return do_reducing(TUTTI_COLL_REDUCE_SCATTER, sendbuf, recvbuf, recvcount, dtype, op, 0,
+                     comm, req, "tutti_ireduce_scatter");
+}
 tutti_result_t tutti_broadcast(const void *sendbuf, void *recvbuf, size_t count,
                                tutti_dtype_t dtype, int root, tutti_comm_t comm) {
-  ENTER(comm, "tutti_broadcast");
-  tutti_coll_args_t a = {TUTTI_COLL_BROADCAST, sendbuf, recvbuf, count, dtype, TUTTI_SUM,
-                         root, 0, 0};
-  TRY(check_args(comm, &a, 0, 1, 1));
-  return run(comm, &a);
+  return do_reducing(TUTTI_COLL_BROADCAST, sendbuf, recvbuf, count, dtype, TUTTI_SUM, root,
+                     comm, NULL, "tutti_broadcast");
 }
-
+tutti_result_t tutti_ibroadcast(const void *sendbuf, void *recvbuf, size_t count,
+                                tutti_dtype_t dtype, int root, tutti_comm_t comm,
+                                tutti_request_t *req) {
+  if (!req) return TUTTI_ERR_INVALID_ARGUMENT;
+  return do_reducing(TUTTI_COLL_BROADCAST, sendbuf, recvbuf, count, dtype, TUTTI_SUM, root,
+                     comm, req, "tutti_ibroadcast");
+}
 tutti_result_t tutti_reduce(const void *sendbuf, void *recvbuf, size_t count,
                             tutti_dtype_t dtype, tutti_op_t op, int root, tutti_comm_t comm) {
-  ENTER(comm, "tutti_reduce");
-  tutti_coll_args_t a = {TUTTI_COLL_REDUCE, sendbuf, recvbuf, count, dtype, op, root, 0, 0};
-  TRY(check_args(comm, &a, 1, 1, 1));
-  return run(comm, &a);
+  return do_reducing(TUTTI_COLL_REDUCE, sendbuf, recvbuf, count, dtype, op, root, comm, NULL,
+                     "tutti_reduce");
+}
+tutti_result_t tutti_ireduce(const void *sendbuf, void *recvbuf, size_t count,
+                             tutti_dtype_t dtype, tutti_op_t op, int root, tutti_comm_t comm,
+                             tutti_request_t *req) {
+  if (!req) return TUTTI_ERR_INVALID_ARGUMENT;
+  return do_reducing(TUTTI_COLL_REDUCE, sendbuf, recvbuf, count, dtype, op, root, comm, req,
+                     "tutti_ireduce");
 }
 
-tutti_result_t tutti_barrier(tutti_comm_t comm) {
-  ENTER(comm, "tutti_barrier");
-  tutti_coll_args_t a = {TUTTI_COLL_BARRIER, NULL, NULL, 0, TUTTI_UINT8, TUTTI_SUM, 0, 0, 0};
-  return run(comm, &a);
+static tutti_result_t do_barrier(tutti_comm_t comm, tutti_request_t *req, const char *api) {
+  TUTTI_ENTER(comm, api);
+  tutti_coll_args_t a = TUTTI_ARGS(TUTTI_COLL_BARRIER, .dtype = TUTTI_UINT8);
+  return tutti__submit(comm, api, &a, req);
+}
+tutti_result_t tutti_barrier(tutti_comm_t comm) { return do_barrier(comm, NULL, "tutti_barrier"); }
+tutti_result_t tutti_ibarrier(tutti_comm_t comm, tutti_request_t *req) {
+  if (!req) return TUTTI_ERR_INVALID_ARGUMENT;
+  return do_barrier(comm, req, "tutti_ibarrier");
+}
+
+static tutti_result_t do_p2p(tutti_coll_t kind, const void *buf, size_t count,
+                             tutti_dtype_t dtype, int peer, tutti_comm_t comm,
+                             tutti_request_t *req, const char *api) {
+  TUTTI_ENTER(comm, api);
+  tutti_coll_args_t a = TUTTI_ARGS(kind, .count = count, .dtype = dtype, .peer = peer);
+  if (kind == TUTTI_COLL_SEND)
+    a.sendbuf = buf;
+  else
+    a.recvbuf = (void *)buf;
+  TRY(tutti__check_dtype_op(comm, &a, 0));
+  TRY(tutti__check_rank(comm, "peer", peer));
+  if (peer == comm->rank) return bad(comm, "peer", "is this rank: a rank cannot send to itself");
+  TRY(tutti__check_size(comm, count, 1));
+  TRY(tutti__need_buf(comm, buf, "buf", count));
+  return tutti__submit(comm, api, &a, req);
+}
+tutti_result_t tutti_send(const void *buf, size_t count, tutti_dtype_t dtype, int peer,
+                          tutti_comm_t comm) {
+  return do_p2p(TUTTI_COLL_SEND, buf, count, dtype, peer, comm, NULL, "tutti_send");
+}
+tutti_result_t tutti_recv(void *buf, size_t count, tutti_dtype_t dtype, int peer,
+                          tutti_comm_t comm) {
+  return do_p2p(TUTTI_COLL_RECV, buf, count, dtype, peer, comm, NULL, "tutti_recv");
+}
+tutti_result_t tutti_isend(const void *buf, size_t count, tutti_dtype_t dtype, int peer,
+                           tutti_comm_t comm, tutti_request_t *req) {
+  if (!req) return TUTTI_ERR_INVALID_ARGUMENT;
+  return do_p2p(TUTTI_COLL_SEND, buf, count, dtype, peer, comm, req, "tutti_isend");
+}
+tutti_result_t tutti_irecv(void *buf, size_t count, tutti_dtype_t dtype, int peer,
+                           tutti_comm_t comm, tutti_request_t *req) {
+  if (!req) return TUTTI_ERR_INVALID_ARGUMENT;
+  return do_p2p(TUTTI_COLL_RECV, buf, count, dtype, peer, comm, req, "tutti_irecv");
 }

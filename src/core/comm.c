@@ -9,6 +9,7 @@
 
 #include "algo/algo.h"
 #include "bootstrap/bootstrap.h"
+#include "core/engine.h"
 #include "core/sock.h"
 #include "transport/transport.h"
 
@@ -129,6 +130,8 @@ out:
 
 static void comm_free(struct tutti_comm *comm) {
   if (!comm) return;
+  tutti__engine_destroy(comm);
+  free(comm->userops);
   if (comm->shm) comm->shm->ops->destroy(comm->shm);
   if (comm->tcp) comm->tcp->ops->destroy(comm->tcp);
   if (comm->scratch) munmap(comm->scratch, comm->scratch_bytes);

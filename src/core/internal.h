@@ -108,6 +108,7 @@ typedef struct tutti_peer {
   int local_index; /* index among the ranks of this host, or -1 for a remote host */
   int kind;        /* TUTTI_TRANSPORT_SHM or _TCP for peers, 0 for this rank */
   struct tutti_transport *tp;
+  uint32_t p2p_sent, p2p_rcvd; /* point-to-point messages to / from this peer so far */
   struct tutti_xfer *sendq_head, *sendq_tail; /* posted, unfinished sends to this peer */
   struct tutti_xfer *recvq_head, *recvq_tail; /* posted, unfinished receives from it */
 } tutti_peer_t;
@@ -125,6 +126,10 @@ struct tutti_comm {
   uint32_t seq;        /* collectives started on this communicator */
   const char *op_name; /* the API call in progress, for messages */
   atomic_int aborted;  /* set by tutti_comm_abort, possibly from another thread */
+  atomic_int work_pending; /* new tasks for the progress thread (engine.c) */
+  struct tutti_engine *engine; /* non-blocking requests and the progress thread, or NULL */
+  struct tutti_userop *userops; /* premul-sum operations created on this communicator */
+  int nuserops;
   tutti_result_t failed; /* first fatal error; the communicator refuses work after it */
   char last_error[512];
   struct tutti_want *wants; /* nranks entries, used by the wait loop */

@@ -1,5 +1,6 @@
 /*
- * Element-wise reduction kernels: one generated function per dtype x op, picked from a table.
+ * Element-wise reduction kernels: one generated function per dtype x op, picked from a table;
+ * and the scaling of a pre-multiplied sum, one function per dtype.
  *
  * Every kernel walks the buffers in fixed 64-byte blocks and computes each block into a local
  * array before copying it out. That is what lets gcc -O2 vectorise: its default "very cheap"
@@ -18,6 +19,7 @@
 #include <stdatomic.h>
 #endif
 
+#include "fp8.h"
 #include "half.h"
 #include "kernels.h"
 
@@ -39,21 +41,33 @@
 #define HALF_TYPES(X)                                                                       \
   X(FLOAT16, float16, uint16_t, tutti__half_decode, tutti__half_encode)                     \
   X(BFLOAT16, bfloat16, uint16_t, tutti__bf16_decode, tutti__bf16_encode)
+#define FP8_TYPES(X)                                                                        \
+  X(FLOAT8_E4M3, float8_e4m3, uint8_t, tutti__e4m3_decode, tutti__e4m3_encode)              \
+  X(FLOAT8_E5M2, float8_e5m2, uint8_t, tutti__e5m2_decode, tutti__e5m2_encode)
 
 /*
- * The element operations, name##_sum (x, y) and so on, plus name##_div (x, nranks) for AVG.
+ * The element operations, name##_sum (x, y) and so on, plus name##_div (x, nranks) for AVG,
+ * and name##_scale (x, s) for a pre-multiplied sum, where s is the scalar already loaded by
+ * name##_scalar into name##_scalar_t (the type the arithmetic happens in).
  *
  * Integers: sums and products are taken in the unsigned twin, where overflow wraps by
  * definition; converting back to the signed type is modular on every compiler we support.
  * The 8-bit twin promotes to int, but 255 * 255 still fits. Division happens in 64 bits so
- * that nranks never has to fit the element type (int8 with 200 ranks).
+ * that nranks never has to fit the element type (int8 with 200 ranks). The bitwise ops work
+ * on the bits as they are, sign included (two's complement).
  */
 #define INT_OPS(E, name, T, U, W)                                                           \
+  typedef T name##_scalar_t;                                                                \
   static inline T name##_sum(T x, T y) { return (T)(U)((U)x + (U)y); }                      \
   static inline T name##_prod(T x, T y) { return (T)(U)((U)x * (U)y); }                     \
   static inline T name##_min(T x, T y) { return x < y ? x : y; }                            \
   static inline T name##_max(T x, T y) { return x > y ? x : y; }                            \
-  static inline T name##_div(T x, int n) { return (T)((W)x / (W)n); }
+  static inline T name##_band(T x, T y) { return (T)(x & y); }                              \
+  static inline T name##_bor(T x, T y) { return (T)(x | y); }                               \
+  static inline T name##_bxor(T x, T y) { return (T)(x ^ y); }                              \
+  static inline T name##_div(T x, int n) { return (T)((W)x / (W)n); }                       \
+  static inline T name##_scale(T x, T s) { return name##_prod(x, s); }                      \
+  SCALAR_LOAD(name, T, )
 
 /*
  * Floats: MIN/MAX follow IEEE 754-2019 minimum/maximum. A NaN operand wins, and -0 < +0, so
@@ -63,6 +77,7 @@
  * on doubles.
  */
 #define FLOAT_OPS(E, name, T, COPYSIGN)                                                     \
+  typedef T name##_scalar_t;                                                                \
   static inline T name##_sum(T x, T y) { return x + y; }                                    \
   static inline T name##_prod(T x, T y) { return x * y; }                                   \
   static inline T name##_min(T x, T y) {                                                    \
@@ -71,18 +86,35 @@
   static inline T name##_max(T x, T y) {                                                    \
     return (x > y || isnan(x) || (x == y && COPYSIGN(1, x) > 0)) ? x : y;                   \
   }                                                                                         \
-  static inline T name##_div(T x, int n) { return x / (T)n; }
+  static inline T name##_div(T x, int n) { return x / (T)n; }                               \
+  static inline T name##_scale(T x, T s) { return x * s; }                                  \
+  SCALAR_LOAD(name, T, )
 
+/* The 16- and 8-bit floats: in float32, one rounding back. Sums and products of two of them
+ * are exact in float32 except for E5M2 sums over a wide exponent span, which float32 rounds
+ * first; that is the "combine in float32" the API promises. */
 #define HALF_OPS(E, name, T, TO, FROM)                                                      \
+  typedef float name##_scalar_t;                                                            \
   static inline T name##_sum(T x, T y) { return FROM(TO(x) + TO(y)); }                      \
   static inline T name##_prod(T x, T y) { return FROM(TO(x) * TO(y)); }                     \
   static inline T name##_min(T x, T y) { return FROM(float32_min(TO(x), TO(y))); }          \
   static inline T name##_max(T x, T y) { return FROM(float32_max(TO(x), TO(y))); }          \
-  static inline T name##_div(T x, int n) { return FROM(TO(x) / (float)n); }
+  static inline T name##_div(T x, int n) { return FROM(TO(x) / (float)n); }               \
+  static inline T name##_scale(T x, float s) { return FROM(TO(x) * s); }                    \
+  SCALAR_LOAD(name, T, TO)
+
+/* name##_scalar: the premul scalar from memory of any alignment, through CONVERT if given. */
+#define SCALAR_LOAD(name, T, CONVERT)                                                       \
+  static inline name##_scalar_t name##_scalar(const void *p) {                              \
+    T s;                                                                                    \
+    memcpy(&s, p, sizeof s);                                                                \
+    return CONVERT(s);                                                                      \
+  }
 
 INT_TYPES(INT_OPS)
 FLOAT_TYPES(FLOAT_OPS)
 HALF_TYPES(HALF_OPS)
+FP8_TYPES(HALF_OPS)
 
 /* dst = a (op) b over n elements; see the file comment for the blocking. The kernel is
  * PREFIX##fn; ATTR lets the same source be compiled again for a wider instruction set. */
@@ -113,31 +145,67 @@ HALF_TYPES(HALF_OPS)
     for (; i < n; i++) p[i] = fn(p[i], nranks);                                             \
   }
 
+/* dst = src * s over n elements, blocked like BINARY_KERNEL since dst may alias src. The
+ * scalar is loaded (and for the narrow floats, widened) once, outside the loop. */
+#define PREMUL_KERNEL(T, name)                                                              \
+  static void k_##name##_premul(void *dst, const void *src, size_t n, const void *scalar) { \
+    enum { B = BLOCK_BYTES / sizeof(T) };                                                   \
+    const name##_scalar_t s = name##_scalar(scalar);                                        \
+    T *d = dst;                                                                             \
+    const T *x = src;                                                                       \
+    size_t i = 0;                                                                           \
+    for (; n - i >= B; i += B) {                                                            \
+      T t[B];                                                                               \
+      for (size_t j = 0; j < B; j++) t[j] = name##_scale(x[i + j], s);                      \
+      memcpy(d + i, t, sizeof t);                                                           \
+    }                                                                                       \
+    for (; i < n; i++) d[i] = name##_scale(x[i], s);                                        \
+  }
+
 #define KERNELS(E, name, T, ...)                                                            \
   BINARY_KERNEL(T, name##_sum)                                                              \
   BINARY_KERNEL(T, name##_prod)                                                             \
   BINARY_KERNEL(T, name##_min)                                                              \
   BINARY_KERNEL(T, name##_max)                                                              \
-  DIV_KERNEL(T, name##_div)
+  DIV_KERNEL(T, name##_div)                                                                 \
+  PREMUL_KERNEL(T, name)
+#define INT_KERNELS(E, name, T, ...)                                                        \
+  KERNELS(E, name, T)                                                                       \
+  BINARY_KERNEL(T, name##_band)                                                             \
+  BINARY_KERNEL(T, name##_bor)                                                              \
+  BINARY_KERNEL(T, name##_bxor)
 
-INT_TYPES(KERNELS)
+INT_TYPES(INT_KERNELS)
 FLOAT_TYPES(KERNELS)
 HALF_TYPES(KERNELS)
+FP8_TYPES(KERNELS)
 
 typedef void (*binary_fn)(void *, const void *, const void *, size_t);
 typedef void (*div_fn)(void *, size_t, int);
+typedef void (*premul_fn)(void *, const void *, size_t, const void *);
 
-/* AVG shares SUM's kernel: the division happens once, in tutti__avg_finish. */
+/* AVG shares SUM's kernel: the division happens once, in tutti__avg_finish. The bitwise
+ * entries stay NULL for floats, which tutti__op_supports rejects before the lookup. */
 #define BINARY_ROW(E, name, ...)                                                            \
   [TUTTI_##E] = {[TUTTI_SUM] = k_##name##_sum, [TUTTI_PROD] = k_##name##_prod,              \
                  [TUTTI_MIN] = k_##name##_min, [TUTTI_MAX] = k_##name##_max,                \
                  [TUTTI_AVG] = k_##name##_sum},
+#define INT_ROW(E, name, ...)                                                               \
+  [TUTTI_##E] = {[TUTTI_SUM] = k_##name##_sum,   [TUTTI_PROD] = k_##name##_prod,            \
+                 [TUTTI_MIN] = k_##name##_min,   [TUTTI_MAX] = k_##name##_max,              \
+                 [TUTTI_AVG] = k_##name##_sum,   [TUTTI_BAND] = k_##name##_band,            \
+                 [TUTTI_BOR] = k_##name##_bor,   [TUTTI_BXOR] = k_##name##_bxor},
 #define DIV_ROW(E, name, ...) [TUTTI_##E] = k_##name##_div,
+#define PREMUL_ROW(E, name, ...) [TUTTI_##E] = k_##name##_premul,
 
-static const binary_fn binary_kernels[TUTTI_FLOAT64 + 1][TUTTI_AVG + 1] = {
-    INT_TYPES(BINARY_ROW) FLOAT_TYPES(BINARY_ROW) HALF_TYPES(BINARY_ROW)};
-static const div_fn div_kernels[TUTTI_FLOAT64 + 1] = {
-    INT_TYPES(DIV_ROW) FLOAT_TYPES(DIV_ROW) HALF_TYPES(DIV_ROW)};
+enum { NUM_DTYPES = TUTTI_FLOAT8_E5M2 + 1 };
+
+static const binary_fn binary_kernels[NUM_DTYPES][TUTTI_NUM_OPS] = {
+    INT_TYPES(INT_ROW) FLOAT_TYPES(BINARY_ROW) HALF_TYPES(BINARY_ROW) FP8_TYPES(BINARY_ROW)};
+static const div_fn div_kernels[NUM_DTYPES] = {
+    INT_TYPES(DIV_ROW) FLOAT_TYPES(DIV_ROW) HALF_TYPES(DIV_ROW) FP8_TYPES(DIV_ROW)};
+static const premul_fn premul_kernels[NUM_DTYPES] = {
+    INT_TYPES(PREMUL_ROW) FLOAT_TYPES(PREMUL_ROW) HALF_TYPES(PREMUL_ROW) FP8_TYPES(PREMUL_ROW)};
 
 /*
  * x86 kernels for the 16-bit floats, chosen at run time (cpuid) and giving the same bits as
@@ -251,7 +319,7 @@ F16C_TARGET static void f16c_k_div(void *buf, size_t n, int nranks) {
 
 typedef struct {
   int needs; /* CPU_* */
-  binary_fn binary[TUTTI_AVG + 1];
+  binary_fn binary[TUTTI_NUM_OPS]; /* the bitwise ops stay NULL: floats only here */
   div_fn div;
 } x86_row;
 
@@ -279,11 +347,11 @@ static const x86_row *x86_kernels_for(tutti_dtype_t dtype) {
 
 int tutti__simd_disabled;
 
-/* Invalid dtypes and ops are the caller's bug (the API checks them); doing nothing beats
- * indexing past the tables. */
+/* Invalid dtypes and ops, and unsupported pairs (BAND on floats), are the caller's bug (the
+ * API checks them); doing nothing beats indexing past the tables or calling NULL. */
 void tutti__reduce(void *dst, const void *a, const void *b, size_t count, tutti_dtype_t dtype,
                    tutti_op_t op) {
-  if (count == 0 || !tutti__dtype_valid((int)dtype) || !tutti__op_valid((int)op)) return;
+  if (count == 0 || !tutti__op_supports((int)op, (int)dtype)) return;
 #ifdef HAVE_X86_KERNELS
   const x86_row *x86 = x86_kernels_for(dtype);
   if (x86) {
@@ -305,4 +373,10 @@ void tutti__avg_finish(void *buf, size_t count, tutti_dtype_t dtype, int nranks)
   }
 #endif
   div_kernels[dtype](buf, count, nranks);
+}
+
+void tutti__premul(void *dst, const void *src, size_t count, tutti_dtype_t dtype,
+                   const void *scalar) {
+  if (count == 0 || !tutti__dtype_valid((int)dtype)) return;
+  premul_kernels[dtype](dst, src, count, scalar);
 }

@@ -25,8 +25,7 @@ static void dequeue(tutti_xfer_t **head, tutti_xfer_t **tail) {
   if (!*head) *tail = NULL;
 }
 
-static void op_init(struct tutti_comm *comm, tutti_xfer_t *op, int kind, int peer, void *buf,
-                    size_t len) {
+static void op_init(tutti_xfer_t *op, int kind, int peer, void *buf, size_t len, uint32_t tag) {
   op->kind = kind;
   op->peer = peer;
   op->buf = buf;
@@ -34,7 +33,7 @@ static void op_init(struct tutti_comm *comm, tutti_xfer_t *op, int kind, int pee
   op->done = 0;
   op->complete = 0;
   op->hdr.magic = TUTTI_MSG_MAGIC;
-  op->hdr.seq = comm->seq;
+  op->hdr.seq = tag;
   op->hdr.len = len;
 }
 
@@ -122,22 +121,32 @@ static tutti_result_t progress_all(struct tutti_comm *comm, int *moved_any) {
   return TUTTI_SUCCESS;
 }
 
-tutti_result_t tutti__isend(struct tutti_comm *comm, tutti_xfer_t *op, int peer, const void *buf,
-                            size_t len) {
+tutti_result_t tutti__isend_tag(struct tutti_comm *comm, tutti_xfer_t *op, int peer,
+                                const void *buf, size_t len, uint32_t tag) {
   tutti_peer_t *p = &comm->peers[peer];
-  op_init(comm, op, TUTTI_OP_SEND, peer, (void *)buf, len);
+  op_init(op, TUTTI_OP_SEND, peer, (void *)buf, len, tag);
   enqueue(&p->sendq_head, &p->sendq_tail, op);
   /* Start moving at once: small messages usually finish here, without entering the wait. */
   int moved = 0;
   return progress_sends(comm, peer, &moved);
 }
 
-tutti_result_t tutti__irecv(struct tutti_comm *comm, tutti_xfer_t *op, int peer, void *buf,
-                            size_t len) {
+tutti_result_t tutti__irecv_tag(struct tutti_comm *comm, tutti_xfer_t *op, int peer, void *buf,
+                                size_t len, uint32_t tag) {
   tutti_peer_t *p = &comm->peers[peer];
-  op_init(comm, op, TUTTI_OP_RECV, peer, buf, len);
+  op_init(op, TUTTI_OP_RECV, peer, buf, len, tag);
   enqueue(&p->recvq_head, &p->recvq_tail, op);
   return TUTTI_SUCCESS;
+}
+
+tutti_result_t tutti__isend(struct tutti_comm *comm, tutti_xfer_t *op, int peer, const void *buf,
+                            size_t len) {
+  return tutti__isend_tag(comm, op, peer, buf, len, comm->seq);
+}
+
+tutti_result_t tutti__irecv(struct tutti_comm *comm, tutti_xfer_t *op, int peer, void *buf,
+                            size_t len) {
+  return tutti__irecv_tag(comm, op, peer, buf, len, comm->seq);
 }
 
 void tutti__drop_ops(struct tutti_comm *comm) {
@@ -207,6 +216,11 @@ static inline void cpu_relax(void) {
 }
 
 tutti_result_t tutti__wait(struct tutti_comm *comm, tutti_xfer_t *op, int64_t deadline) {
+  return tutti__wait_slice(comm, op, deadline, INT64_MAX);
+}
+
+tutti_result_t tutti__wait_slice(struct tutti_comm *comm, tutti_xfer_t *op, int64_t deadline,
+                                 int64_t return_at) {
   tutti_result_t res = TUTTI_SUCCESS;
   int64_t spin_until = 0;
   unsigned idle = 0;
@@ -238,11 +252,16 @@ tutti_result_t tutti__wait(struct tutti_comm *comm, tutti_xfer_t *op, int64_t de
       cpu_relax();
       continue;
     }
-    if (tutti__now_ns() >= deadline) {
+    int64_t now = tutti__now_ns();
+    if (now >= deadline) {
       res = timeout_error(comm);
       goto out;
     }
-    TRY_GOTO(block_once(comm, deadline, comm->wants), res, out);
+    /* New work for the progress thread ends a slice early, so it can post it. */
+    if (now >= return_at || atomic_load_explicit(&comm->work_pending, memory_order_relaxed))
+      if (return_at != INT64_MAX) return TUTTI_IN_PROGRESS;
+    TRY_GOTO(block_once(comm, deadline < return_at ? deadline : return_at, comm->wants), res,
+             out);
   }
 out:
   if (res != TUTTI_SUCCESS) {

@@ -88,6 +88,16 @@ tutti_result_t tutti__irecv(struct tutti_comm *comm, tutti_xfer_t *op, int peer,
 /* Drives every transport until op is complete, the deadline passes, a peer fails, or comm is
  * aborted. On failure the communicator is marked failed and every queue is emptied. */
 tutti_result_t tutti__wait(struct tutti_comm *comm, tutti_xfer_t *op, int64_t deadline);
+/* Like tutti__wait, but also returns TUTTI_IN_PROGRESS (the communicator unharmed) at
+ * return_at or as soon as comm->work_pending is set, so a progress thread can take new work. */
+tutti_result_t tutti__wait_slice(struct tutti_comm *comm, tutti_xfer_t *op, int64_t deadline,
+                                 int64_t return_at);
+/* The same as tutti__isend / tutti__irecv with an explicit header tag instead of the
+ * collective sequence number (point-to-point messages count per peer pair). */
+tutti_result_t tutti__isend_tag(struct tutti_comm *comm, tutti_xfer_t *op, int peer,
+                                const void *buf, size_t len, uint32_t tag);
+tutti_result_t tutti__irecv_tag(struct tutti_comm *comm, tutti_xfer_t *op, int peer, void *buf,
+                                size_t len, uint32_t tag);
 
 /* Empties every queue without completing anything (after a failure, or at destroy). */
 void tutti__drop_ops(struct tutti_comm *comm);

@@ -154,27 +154,32 @@ TEST(bf16_cases) {
 }
 
 TEST(dtype_facts) {
-  static const char *names[] = {"int8",   "uint8",   "int32",    "uint32",  "int64",
-                                "uint64", "float16", "bfloat16", "float32", "float64"};
-  static const size_t sizes[] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8};
-  for (int d = 0; d < 10; d++) {
+  static const char *names[] = {"int8",     "uint8",   "int32",   "uint32",
+                                "int64",    "uint64",  "float16", "bfloat16",
+                                "float32",  "float64", "float8_e4m3", "float8_e5m2"};
+  static const size_t sizes[] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8, 1, 1};
+  for (int d = 0; d < 12; d++) {
     ASSERT(tutti__dtype_valid(d));
     ASSERT_EQ(tutti__dtype_size((tutti_dtype_t)d), sizes[d]);
     ASSERT_STR_EQ(tutti__dtype_name(d), names[d]);
   }
-  static const char *ops[] = {"sum", "prod", "min", "max", "avg"};
-  for (int o = 0; o < 5; o++) {
+  static const char *ops[] = {"sum", "prod", "min", "max", "avg", "band", "bor", "bxor"};
+  for (int o = 0; o < 8; o++) {
     ASSERT(tutti__op_valid(o));
     ASSERT_STR_EQ(tutti__op_name(o), ops[o]);
+    for (int d = 0; d < 12; d++) /* bitwise: integers only; the rest: every dtype */
+      ASSERT_EQ(tutti__op_supports(o, d), o < 5 || d < 6);
   }
-  static const int bad[] = {-1, 10, 99, -1000};
+  static const int bad[] = {-1, 12, 99, -1000};
   for (int i = 0; i < 4; i++) {
     ASSERT(!tutti__dtype_valid(bad[i]));
     ASSERT_EQ(tutti__dtype_size((tutti_dtype_t)bad[i]), 0);
     ASSERT_STR_EQ(tutti__dtype_name(bad[i]), "?");
-    int op = bad[i] == 10 ? 5 : bad[i];
+    int op = bad[i] == 12 ? TUTTI_NUM_OPS : bad[i];
     ASSERT(!tutti__op_valid(op));
     ASSERT_STR_EQ(tutti__op_name(op), "?");
+    ASSERT(!tutti__op_supports(op, TUTTI_INT32) && !tutti__op_supports(TUTTI_SUM, bad[i]));
+    ASSERT(!tutti__op_supports(TUTTI_BAND, bad[i]));
   }
 }
 
@@ -239,7 +244,10 @@ static void ref_reduce(void *out, const void *a, const void *b, size_t n, tutti_
       uint64_t r = op == TUTTI_PROD  ? (bits == 64 ? mul64(x, y) : x * y)
                    : op == TUTTI_MIN ? (lt ? x : y)
                    : op == TUTTI_MAX ? (lt ? y : x)
-                                     : x + y;
+                   : op == TUTTI_BAND ? x & y
+                   : op == TUTTI_BOR  ? x | y
+                   : op == TUTTI_BXOR ? x ^ y
+                                      : x + y;
       put_raw(out, i, d, wrap(r, bits));
     } else {
       double x = get_f(a, i, d), y = get_f(b, i, d);
@@ -298,16 +306,25 @@ static int same(const void *p, const void *q, size_t n, tutti_dtype_t d) {
   return 1;
 }
 
-/* Every op against the reference, with a sentinel after dst; then the aliased forms; then
- * avg_finish. Inputs are allocated to size so ASan sees any overread. */
+/* Every op the dtype supports against the reference, with a sentinel after dst; then the
+ * aliased forms; then avg_finish. An unsupported op (bitwise on floats) must leave dst
+ * alone. Inputs are allocated to size so ASan sees any overread. */
 static void check_count(tutti_dtype_t d, size_t n) {
   size_t bytes = n * tutti__dtype_size(d);
   char *a = malloc(bytes + !bytes), *b = malloc(bytes + !bytes), *out = malloc(bytes + 1);
   char *want = malloc(bytes + 1), *tmp = malloc(bytes + 1);
-  for (int o = TUTTI_SUM; o <= TUTTI_AVG; o++) {
+  for (int o = TUTTI_SUM; o < TUTTI_NUM_OPS; o++) {
     tutti_op_t op = (tutti_op_t)o;
     fill(a, n, d), fill(b, n, d);
     out[bytes] = 0x5a;
+    if (!tutti__op_supports(o, (int)d)) {
+      memset(out, 0xa5, bytes), memcpy(tmp, a, bytes);
+      tutti__reduce(out, a, b, n, d, op);
+      tutti__reduce(tmp, tmp, tmp, n, d, op);
+      for (size_t i = 0; i < bytes; i++) ASSERT_EQ((unsigned char)out[i], 0xa5);
+      ASSERT_MEM_EQ(tmp, a, bytes);
+      continue;
+    }
     ref_reduce(want, a, b, n, d, op);
     tutti__reduce(out, a, b, n, d, op);
     if (!same(out, want, n, d))
@@ -417,6 +434,99 @@ TEST(integer_min_max_signedness) {
   check1(TUTTI_INT64, TUTTI_MIN, (uint64_t)INT64_MIN, INT64_MAX, (uint64_t)INT64_MIN);
   check1(TUTTI_INT64, TUTTI_MAX, (uint64_t)-1, 0, 0);
   check1(TUTTI_UINT64, TUTTI_MAX, UINT64_MAX, 0, UINT64_MAX);
+}
+
+TEST(integer_bitwise) {
+  check1(TUTTI_INT8, TUTTI_BAND, (uint64_t)-1, 0x5a, 0x5a);
+  check1(TUTTI_INT8, TUTTI_BOR, (uint64_t)-128, 1, (uint64_t)-127);
+  check1(TUTTI_INT8, TUTTI_BXOR, (uint64_t)-1, 0x0f, 0xf0);
+  check1(TUTTI_UINT8, TUTTI_BXOR, 0xff, 0xff, 0);
+  check1(TUTTI_INT32, TUTTI_BAND, (uint64_t)INT32_MIN, (uint64_t)-1, (uint64_t)INT32_MIN);
+  check1(TUTTI_UINT32, TUTTI_BOR, 0xf0f0f0f0u, 0x0f0f0f0fu, UINT32_MAX);
+  check1(TUTTI_INT64, TUTTI_BXOR, (uint64_t)INT64_MIN, (uint64_t)-1, INT64_MAX);
+  check1(TUTTI_UINT64, TUTTI_BAND, 0x8000000000000001ull, 0xffffffff00000001ull,
+         0x8000000000000001ull);
+}
+
+/* Unsupported pairs and invalid values leave dst as it was (and read nothing: NULL inputs). */
+TEST(reduce_rejects_unsupported) {
+  static const tutti_dtype_t fl[] = {TUTTI_FLOAT16, TUTTI_BFLOAT16, TUTTI_FLOAT32,
+                                     TUTTI_FLOAT64, TUTTI_FLOAT8_E4M3, TUTTI_FLOAT8_E5M2};
+  unsigned char out[64];
+  for (int i = 0; i < 6; i++)
+    for (int o = TUTTI_BAND; o <= TUTTI_BXOR; o++) {
+      memset(out, 0xa5, sizeof out);
+      tutti__reduce(out, NULL, NULL, 8, fl[i], (tutti_op_t)o);
+      for (size_t k = 0; k < sizeof out; k++) ASSERT_EQ(out[k], 0xa5);
+    }
+  static const int bad_op[] = {TUTTI_NUM_OPS, TUTTI_NUM_OPS + 1, -1, 1000};
+  for (int i = 0; i < 4; i++) {
+    tutti__reduce(out, NULL, NULL, 8, TUTTI_INT32, (tutti_op_t)bad_op[i]);
+    tutti__reduce(out, NULL, NULL, 8, (tutti_dtype_t)(TUTTI_FLOAT8_E5M2 + 1), TUTTI_SUM);
+    tutti__reduce(out, NULL, NULL, 8, (tutti_dtype_t)-1, TUTTI_BAND);
+    tutti__avg_finish(out, 8, (tutti_dtype_t)(TUTTI_FLOAT8_E5M2 + 1 + i), 3);
+    tutti__premul(out, NULL, 8, (tutti_dtype_t)(TUTTI_FLOAT8_E5M2 + 1 + i), NULL);
+    tutti__premul(out, NULL, 8, (tutti_dtype_t)(-1 - i), NULL);
+  }
+  for (size_t k = 0; k < sizeof out; k++) ASSERT_EQ(out[k], 0xa5);
+}
+
+/* premul against the reference (integers: 64-bit product, wrapped; floats: exact product in
+ * double, rounded to float and then to the 16-bit format), plus the aliased form. The scalar
+ * sits at an odd address: the kernels must not assume it aligned. */
+static void check_premul(tutti_dtype_t d, size_t n) {
+  size_t sz = tutti__dtype_size(d), bytes = n * sz;
+  char *src = malloc(bytes + !bytes), *out = malloc(bytes + 1), *want = malloc(bytes + 1);
+  char *tmp = malloc(bytes + !bytes), sbuf[17];
+  for (int round = 0; round < 4; round++) {
+    fill(src, n, d), fill(sbuf + 1, 1, d);
+    if (round == 0 && is_int(d)) put_raw(sbuf + 1, 0, d, ~0ull); /* -1 or the max */
+    if (round == 0 && !is_int(d)) put_f(sbuf + 1, 0, d, -0.5);
+    for (size_t i = 0; i < n; i++) {
+      if (is_int(d))
+        put_raw(want, i, d, wrap(mul64(get_raw(src, i, d), get_raw(sbuf + 1, 0, d)), bits_of(d)));
+      else if (d == TUTTI_FLOAT64)
+        put_f(want, i, d, get_f(src, i, d) * get_f(sbuf + 1, 0, d));
+      else
+        put_f(want, i, d, (float)(get_f(src, i, d) * get_f(sbuf + 1, 0, d)));
+    }
+    out[bytes] = 0x5a;
+    tutti__premul(out, src, n, d, sbuf + 1);
+    if (!same(out, want, n, d))
+      harness_fail(__FILE__, __LINE__, "premul %s count %zu round %d", tutti__dtype_name(d), n,
+                   round);
+    ASSERT_EQ(out[bytes], 0x5a);
+    memcpy(tmp, src, bytes), tutti__premul(tmp, tmp, n, d, sbuf + 1);
+    ASSERT_MEM_EQ(tmp, out, bytes);
+  }
+  free(src), free(out), free(want), free(tmp);
+}
+
+TEST(premul_all_dtypes) {
+  for (int d = TUTTI_INT8; d <= TUTTI_FLOAT64; d++) {
+    for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++)
+      check_premul((tutti_dtype_t)d, counts[c]);
+    for (size_t n = 2; n <= 70; n++) check_premul((tutti_dtype_t)d, n);
+  }
+  tutti__premul(NULL, NULL, 0, TUTTI_FLOAT32, NULL);
+}
+
+TEST(premul_cases) {
+  int8_t i8[3] = {127, -128, 3}, s8 = -1;
+  tutti__premul(i8, i8, 3, TUTTI_INT8, &s8);
+  ASSERT(i8[0] == -127 && i8[1] == -128 && i8[2] == -3);
+  uint64_t u64 = UINT64_MAX, s64 = UINT64_MAX;
+  tutti__premul(&u64, &u64, 1, TUTTI_UINT64, &s64);
+  ASSERT(u64 == 1);
+  float f[2] = {3.0f, -0.0f}, sf = 0.25f;
+  tutti__premul(f, f, 2, TUTTI_FLOAT32, &sf);
+  ASSERT(f[0] == 0.75f && f[1] == 0 && signbit(f[1]));
+  uint16_t h = 0x7bff, sh = 0x4000; /* 65504 * 2 overflows fp16 */
+  tutti__premul(&h, &h, 1, TUTTI_FLOAT16, &sh);
+  ASSERT_EQ(h, 0x7c00);
+  h = 0x3c01, sh = 0x3800; /* (1 + 2^-10) / 2: exact */
+  tutti__premul(&h, &h, 1, TUTTI_FLOAT16, &sh);
+  ASSERT_EQ(h, 0x3801);
 }
 
 TEST(float_specials) {
