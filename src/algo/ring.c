@@ -1,8 +1,9 @@
 /*
  * Pipelined ring: reduce-scatter, all-gather, and all-reduce as reduce-scatter followed by
- * all-gather. Each step moves one block to the right neighbour in chunks, so the reduction
- * of one chunk overlaps the transfer of the next. Every block is reduced along one chain and
- * then copied, so all ranks end with bit-identical results.
+ * all-gather, plus their variable-count forms, which only change where the blocks lie. Each
+ * step moves one block to the right neighbour in chunks, so the reduction of one chunk
+ * overlaps the transfer of the next. Every block is reduced along one chain and then copied,
+ * so all ranks end with bit-identical results.
  */
 #include <string.h>
 
@@ -10,15 +11,22 @@
 #include "algo/patterns.h"
 #include "kernels/kernels.h"
 
-/* Blocks of `per` elements each, or (per == 0) count split as evenly as possible. */
+/* Where the n blocks lie: at offs[b] with lens[b] elements each when lens is set (the
+ * v-variants: any order in memory, zero lengths allowed, no overlap), else `per` elements
+ * each, else (per == 0) count split as evenly as possible. Offsets are in elements. */
 typedef struct layout {
   size_t count;
   size_t per;
   int n;
+  const size_t *offs;
+  const size_t *lens;
 } layout_t;
 
 static void block(const layout_t *l, int b, size_t *off, size_t *len) {
-  if (l->per) {
+  if (l->lens) {
+    *off = l->offs[b];
+    *len = l->lens[b];
+  } else if (l->per) {
     *off = (size_t)b * l->per;
     *len = l->per;
   } else {
@@ -86,7 +94,7 @@ static tutti_result_t reduce_scatter_phase(struct tutti_comm *comm, const tutti_
 }
 
 static void copy_if_apart(void *dst, const void *src, size_t bytes) {
-  if (dst != src) memmove(dst, src, bytes);
+  if (bytes && dst != src) memmove(dst, src, bytes);
 }
 
 tutti_result_t tutti__ring_allgather(struct tutti_comm *comm, const tutti_coll_args_t *a) {
@@ -94,7 +102,7 @@ tutti_result_t tutti__ring_allgather(struct tutti_comm *comm, const tutti_coll_a
   char *w = a->recvbuf;
   copy_if_apart(w + (size_t)comm->rank * bytes, a->sendbuf, bytes);
   if (comm->nranks == 1) return TUTTI_SUCCESS;
-  layout_t l = {a->count * (size_t)comm->nranks, a->count, comm->nranks};
+  layout_t l = {a->count * (size_t)comm->nranks, a->count, comm->nranks, NULL, NULL};
   return allgather_phase(comm, a, &l, w);
 }
 
@@ -105,7 +113,7 @@ tutti_result_t tutti__ring_allreduce(struct tutti_comm *comm, const tutti_coll_a
   }
   void *tmp;
   TRY(tutti__scratch(comm, tutti__chunk_elems(comm, a->esize) * a->esize, &tmp));
-  layout_t l = {a->count, 0, comm->nranks};
+  layout_t l = {a->count, 0, comm->nranks, NULL, NULL};
   partials_t p = {a->recvbuf, {NULL, NULL}, NULL};
   TRY(reduce_scatter_phase(comm, a, &l, a->sendbuf, &p, tmp));
   if (a->op == TUTTI_AVG) {
@@ -125,9 +133,62 @@ tutti_result_t tutti__ring_reduce_scatter(struct tutti_comm *comm, const tutti_c
   size_t tmp_bytes = tutti__chunk_elems(comm, a->esize) * a->esize;
   char *scratch;
   TRY(tutti__scratch(comm, tmp_bytes + 2 * bytes, (void **)&scratch));
-  layout_t l = {a->count * (size_t)comm->nranks, a->count, comm->nranks};
+  layout_t l = {a->count * (size_t)comm->nranks, a->count, comm->nranks, NULL, NULL};
   partials_t p = {NULL, {scratch + tmp_bytes, scratch + tmp_bytes + bytes}, a->recvbuf};
   TRY(reduce_scatter_phase(comm, a, &l, a->sendbuf, &p, scratch));
   if (a->op == TUTTI_AVG) tutti__avg_finish(a->recvbuf, a->count, a->dtype, comm->nranks);
+  return TUTTI_SUCCESS;
+}
+
+/* The variable-count forms: block i lies at displs[i] with counts[i] elements. */
+static layout_t v_layout(const struct tutti_comm *comm, const tutti_coll_args_t *a,
+                         size_t *total, size_t *max_len) {
+  layout_t l = {0, 0, comm->nranks, a->displs, a->counts};
+  *total = *max_len = 0;
+  for (int i = 0; i < comm->nranks; i++) {
+    *total += a->counts[i];
+    if (a->counts[i] > *max_len) *max_len = a->counts[i];
+  }
+  l.count = *total;
+  return l;
+}
+
+/*
+ * All-gather of blocks of any length at any non-overlapping offsets of recvbuf: this rank's
+ * a->count elements go to displs[rank] (in place when sendbuf is already there), then the
+ * ring circulates every block.
+ */
+tutti_result_t tutti__ring_allgatherv(struct tutti_comm *comm, const tutti_coll_args_t *a) {
+  size_t total, max_len;
+  layout_t l = v_layout(comm, a, &total, &max_len);
+  if (total == 0) return TUTTI_SUCCESS; /* recvbuf may be NULL */
+  char *w = a->recvbuf;
+  copy_if_apart(w + a->displs[comm->rank] * a->esize, a->sendbuf, a->count * a->esize);
+  if (comm->nranks == 1) return TUTTI_SUCCESS;
+  return allgather_phase(comm, a, &l, w);
+}
+
+/*
+ * Reduce-scatter of segments of any length: segment i of sendbuf (at displs[i], counts[i]
+ * elements) is reduced into rank i's recvbuf. Partial sums alternate between two scratch
+ * buffers of the longest segment, so sendbuf is never written, also in place (recvbuf ==
+ * sendbuf + displs[rank]): this rank's own segment is read only at the last step, chunk by
+ * chunk, into the same place.
+ */
+tutti_result_t tutti__ring_reduce_scatterv(struct tutti_comm *comm, const tutti_coll_args_t *a) {
+  size_t total, max_len, es = a->esize;
+  layout_t l = v_layout(comm, a, &total, &max_len);
+  if (total == 0) return TUTTI_SUCCESS; /* the buffers may be NULL */
+  size_t mine = a->counts[comm->rank];
+  if (comm->nranks == 1) {
+    copy_if_apart(a->recvbuf, (const char *)a->sendbuf + a->displs[0] * es, mine * es);
+    return TUTTI_SUCCESS;
+  }
+  size_t tmp_bytes = tutti__chunk_elems(comm, es) * es, bytes = max_len * es;
+  char *scratch;
+  TRY(tutti__scratch(comm, tmp_bytes + 2 * bytes, (void **)&scratch));
+  partials_t p = {NULL, {scratch + tmp_bytes, scratch + tmp_bytes + bytes}, a->recvbuf};
+  TRY(reduce_scatter_phase(comm, a, &l, a->sendbuf, &p, scratch));
+  if (a->op == TUTTI_AVG && mine) tutti__avg_finish(a->recvbuf, mine, a->dtype, comm->nranks);
   return TUTTI_SUCCESS;
 }

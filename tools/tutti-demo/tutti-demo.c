@@ -213,6 +213,29 @@ int main(int argc, char **argv) {
   snprintf(text + strlen(text), cap - strlen(text), " (equals all-reduce: %s)\n",
            equal ? "yes" : "NO");
 
+  /* All-gather-v: fragments of different lengths (participant p has p + 1 numbers) land
+   * where the displacements say. It is a different call: tutti_allgather requires every rank
+   * to send the same count, and would not accept these fragments. */
+  static const float vfrag[NPART][NPART] = {{1}, {2, -1}, {3, 2, 7}};
+  size_t vcounts[NPART], vdispls[NPART], vtotal = 0;
+  for (int q = 0; q < NPART; q++) {
+    vcounts[q] = (size_t)participant_of[q] + 1;
+    vdispls[q] = vtotal;
+    vtotal += vcounts[q];
+  }
+  float vgot[NPART * NPART], vwant[NPART * NPART];
+  for (int q = 0; q < NPART; q++)
+    memcpy(vwant + vdispls[q], vfrag[participant_of[q]], vcounts[q] * sizeof(float));
+  CHECK(tutti_allgatherv(vfrag[participant], vcounts[rank], vgot, vcounts, vdispls,
+                         TUTTI_FLOAT32, comm),
+        comm);
+  expect("all-gather-v", vgot, vwant, (int)vtotal);
+  snprintf(text + strlen(text), cap - strlen(text), "all-gather-v    (counts %zu,%zu,%zu) -> ",
+           vcounts[0], vcounts[1], vcounts[2]);
+  format_vec(text, cap, vgot, (int)vtotal);
+  strcat(text, "\n                (tutti_allgatherv: per-rank counts and displacements; "
+               "tutti_allgather needs equal counts)\n");
+
   print_in_rank_order(text, rank, comm);
 
   if (swapping)

@@ -50,11 +50,17 @@ int main(int argc, char **argv) {
   printf("\nTransports:\n"
          "  shm  shared-memory queues between ranks of one host (futex wake-ups)\n"
          "  tcp  one TCP connection per peer pair, non-blocking, TCP_NODELAY\n");
-  printf("\nCollectives: allgather allreduce reduce_scatter broadcast reduce barrier\n");
-  printf("Data types:");
+  printf("\nOperations (each also non-blocking as tutti_i<name>, and groupable):\n"
+         "  collectives:     allgather allreduce reduce_scatter broadcast reduce barrier\n"
+         "  variable-count:  allgatherv reduce_scatterv gatherv scatterv alltoallv\n"
+         "  equal-count:     alltoall gather scatter\n"
+         "  point-to-point:  send recv\n"
+         "  communicators:   comm_split comm_dup; premul-sum operations\n");
+  printf("\nData types:");
   for (int d = 0; tutti__dtype_valid(d); d++) printf(" %s", tutti__dtype_name(d));
-  printf("\nOperations:");
+  printf("\nReductions:");
   for (int o = 0; tutti__op_valid(o); o++) printf(" %s", tutti__op_name(o));
+  printf(" (band/bor/bxor: integer types only) premul_sum");
   printf("\n");
   print_algorithms();
   char err[256];
