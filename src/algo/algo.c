@@ -6,13 +6,23 @@
 static const tutti_algo_t algos[] = {
     {"ring",
      "pipelined ring for all-gather, reduce-scatter and all-reduce (reduce-scatter then "
-     "all-gather); pipelined chain for broadcast and reduce; dissemination barrier",
+     "all-gather) and their variable-count forms; pipelined chain for broadcast and reduce; "
+     "dissemination barrier",
      {[TUTTI_COLL_ALLGATHER] = tutti__ring_allgather,
       [TUTTI_COLL_ALLREDUCE] = tutti__ring_allreduce,
       [TUTTI_COLL_REDUCE_SCATTER] = tutti__ring_reduce_scatter,
       [TUTTI_COLL_BROADCAST] = tutti__chain_broadcast,
       [TUTTI_COLL_REDUCE] = tutti__chain_reduce,
-      [TUTTI_COLL_BARRIER] = tutti__dissemination_barrier}},
+      [TUTTI_COLL_BARRIER] = tutti__dissemination_barrier,
+      [TUTTI_COLL_ALLGATHERV] = tutti__ring_allgatherv,
+      [TUTTI_COLL_REDUCE_SCATTERV] = tutti__ring_reduce_scatterv}},
+    {"direct",
+     "gather and scatter: the root posts one message with every rank at once",
+     {[TUTTI_COLL_GATHERV] = tutti__direct_gatherv,
+      [TUTTI_COLL_SCATTERV] = tutti__direct_scatterv}},
+    {"pairwise",
+     "all-to-all in n-1 steps, each a send to rank+k and a receive from rank-k",
+     {[TUTTI_COLL_ALLTOALLV] = tutti__pairwise_alltoallv}},
 };
 
 const tutti_algo_t *tutti__algo_table(int *count) {
@@ -36,7 +46,19 @@ const tutti_algo_t *tutti__algo_select(const struct tutti_comm *comm, const tutt
 }
 
 const char *tutti__coll_name(tutti_coll_t coll) {
-  static const char *names[] = {"allgather", "allreduce", "reduce_scatter",
-                                "broadcast", "reduce",    "barrier"};
-  return coll < TUTTI_COLL_COUNT ? names[coll] : "?";
+  static const char *const names[TUTTI_COLL_COUNT] = {
+      [TUTTI_COLL_ALLGATHER] = "allgather",
+      [TUTTI_COLL_ALLREDUCE] = "allreduce",
+      [TUTTI_COLL_REDUCE_SCATTER] = "reduce_scatter",
+      [TUTTI_COLL_BROADCAST] = "broadcast",
+      [TUTTI_COLL_REDUCE] = "reduce",
+      [TUTTI_COLL_BARRIER] = "barrier",
+      [TUTTI_COLL_ALLGATHERV] = "allgatherv",
+      [TUTTI_COLL_REDUCE_SCATTERV] = "reduce_scatterv",
+      [TUTTI_COLL_GATHERV] = "gatherv",
+      [TUTTI_COLL_SCATTERV] = "scatterv",
+      [TUTTI_COLL_ALLTOALLV] = "alltoallv",
+      [TUTTI_COLL_SEND] = "send",
+      [TUTTI_COLL_RECV] = "recv"};
+  return coll < TUTTI_COLL_COUNT && names[coll] ? names[coll] : "?";
 }

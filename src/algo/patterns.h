@@ -36,4 +36,11 @@ static inline int tutti__chain_pos_from_root(int rank, int root, int n) {
   return tutti__mod(rank - root, n);
 }
 
+/* Pairwise exchange, step k of 1 .. n-1: rank sends to the rank k to its right and receives
+ * from the rank k to its left, which in turn sends to it at the same step. */
+static inline int tutti__pairwise_to(int rank, int k, int n) { return tutti__mod(rank + k, n); }
+static inline int tutti__pairwise_from(int rank, int k, int n) {
+  return tutti__mod(rank - k, n);
+}
+
 #endif

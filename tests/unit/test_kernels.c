@@ -502,12 +502,17 @@ static void check_premul(tutti_dtype_t d, size_t n) {
   free(src), free(out), free(want), free(tmp);
 }
 
+/* Each dtype with the default kernels, then (where x86 ones exist) with the portable ones. */
 TEST(premul_all_dtypes) {
-  for (int d = TUTTI_INT8; d <= TUTTI_FLOAT64; d++) {
-    for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++)
-      check_premul((tutti_dtype_t)d, counts[c]);
-    for (size_t n = 2; n <= 70; n++) check_premul((tutti_dtype_t)d, n);
+  for (int portable = 0; portable < 2; portable++) {
+    tutti__simd_disabled = portable;
+    for (int d = TUTTI_INT8; d <= TUTTI_FLOAT64; d++) {
+      for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++)
+        check_premul((tutti_dtype_t)d, counts[c]);
+      for (size_t n = 2; n <= 70; n++) check_premul((tutti_dtype_t)d, n);
+    }
   }
+  tutti__simd_disabled = 0;
   tutti__premul(NULL, NULL, 0, TUTTI_FLOAT32, NULL);
 }
 

@@ -4,12 +4,15 @@
  * into exact doubles; a float is encoded by searching those values for the nearest one, ties
  * to the even code, then applying the format's overflow rule (E4M3 saturates, E5M2 goes to
  * infinity from the midpoint past its largest value up). No bit tricks are shared with fp8.h.
+ * The kernel tests run twice: with the x86 (AVX2) kernels where the CPU has them, and with
+ * the portable ones.
  */
 #include <fenv.h>
 #include <float.h>
 #include <math.h>
 
 #include "harness.h"
+#include "kernels/half.h" /* tutti__simd_disabled */
 #include "kernels/kernels.h"
 
 static uint32_t fbits(float f) {
@@ -303,8 +306,17 @@ static void reduce_all_pairs(const fmt8 *f) {
   free(a), free(b), free(out), free(tmp);
 }
 
-TEST(e4m3_reduce_all_pairs) { reduce_all_pairs(&E4M3); }
-TEST(e5m2_reduce_all_pairs) { reduce_all_pairs(&E5M2); }
+/* Runs check(f) with the default kernels, then with the portable ones. */
+static void both_kernels(void (*check)(const fmt8 *), const fmt8 *f) {
+  for (int portable = 0; portable < 2; portable++) {
+    tutti__simd_disabled = portable;
+    check(f);
+  }
+  tutti__simd_disabled = 0;
+}
+
+TEST(e4m3_reduce_all_pairs) { both_kernels(reduce_all_pairs, &E4M3); }
+TEST(e5m2_reduce_all_pairs) { both_kernels(reduce_all_pairs, &E5M2); }
 
 /* Short buffers, allocated to size so ASan sees any overread: every tail length around the
  * 64-element blocks. */
@@ -326,8 +338,8 @@ static void reduce_counts(const fmt8 *f) {
   }
 }
 
-TEST(e4m3_reduce_counts) { reduce_counts(&E4M3); }
-TEST(e5m2_reduce_counts) { reduce_counts(&E5M2); }
+TEST(e4m3_reduce_counts) { both_kernels(reduce_counts, &E4M3); }
+TEST(e5m2_reduce_counts) { both_kernels(reduce_counts, &E5M2); }
 
 TEST(fp8_reduce_cases) {
   struct { const fmt8 *f; int op; float x, y, want; } cases[] = {
@@ -384,8 +396,8 @@ static void avg_all(const fmt8 *f) {
   tutti__avg_finish(NULL, 0, f->dtype, 3);
 }
 
-TEST(e4m3_avg_all) { avg_all(&E4M3); }
-TEST(e5m2_avg_all) { avg_all(&E5M2); }
+TEST(e4m3_avg_all) { both_kernels(avg_all, &E4M3); }
+TEST(e5m2_avg_all) { both_kernels(avg_all, &E5M2); }
 
 /* premul: every code times every scalar, x * s exact in double, rounded to float32, then once
  * to fp8; and in place. */
@@ -409,8 +421,8 @@ static void premul_all(const fmt8 *f) {
   }
 }
 
-TEST(e4m3_premul_all) { premul_all(&E4M3); }
-TEST(e5m2_premul_all) { premul_all(&E5M2); }
+TEST(e4m3_premul_all) { both_kernels(premul_all, &E4M3); }
+TEST(e5m2_premul_all) { both_kernels(premul_all, &E5M2); }
 
 TEST(fp8_premul_cases) {
   uint8_t x[2] = {tutti__float_to_fp8e4m3(448), tutti__float_to_fp8e4m3(-3)};

@@ -57,4 +57,20 @@ TEST(chain_positions_are_a_permutation) {
     }
 }
 
+/* At every step each rank sends to exactly one rank, which receives from it at that step, and
+ * over the n-1 steps every rank sends to every other rank once. */
+TEST(pairwise_steps_match_and_cover) {
+  for (int n = 1; n <= 9; n++)
+    for (int r = 0; r < n; r++) {
+      int sent[9] = {0};
+      for (int k = 1; k < n; k++) {
+        int to = tutti__pairwise_to(r, k, n);
+        ASSERT(to != r);
+        ASSERT_EQ(tutti__pairwise_from(to, k, n), r);
+        sent[to]++;
+      }
+      for (int j = 0; j < n; j++) ASSERT_EQ(sent[j], j == r ? 0 : 1);
+    }
+}
+
 int main(int argc, char **argv) { return harness_main(argc, argv); }
