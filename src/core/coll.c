@@ -100,6 +100,8 @@ tutti_result_t tutti__p2p_post(struct tutti_comm *comm, const tutti_task_t *t, t
   TRY(usable(comm));
   tutti_peer_t *p = &comm->peers[a->peer];
   size_t bytes = a->count * tutti__dtype_size(a->dtype);
+  /* Both ends describe the pair the same way, so a size or dtype mismatch is caught. */
+  comm->fp = (tutti_fingerprint_t){TUTTI_COLL_SEND, (uint8_t)a->dtype, 0, 0, 0, a->count};
   *deadline = tutti__deadline_after(comm->cfg.timeout_s);
   /* Point-to-point messages count per ordered pair, so they match in order and can never be
    * taken for a collective's message (whose tag is the collective sequence number). */
@@ -145,6 +147,14 @@ tutti_result_t tutti__task_run(struct tutti_comm *comm, tutti_task_t *t) {
     if (res == TUTTI_SUCCESS) res = tutti__wait(comm, &x, deadline);
   } else {
     comm->seq++;
+    int v = a.coll >= TUTTI_COLL_ALLGATHERV;
+    int rooted = a.coll == TUTTI_COLL_BROADCAST || a.coll == TUTTI_COLL_REDUCE ||
+                 a.coll == TUTTI_COLL_GATHERV || a.coll == TUTTI_COLL_SCATTERV;
+    int reduces = a.coll == TUTTI_COLL_ALLREDUCE || a.coll == TUTTI_COLL_REDUCE ||
+                  a.coll == TUTTI_COLL_REDUCE_SCATTER || a.coll == TUTTI_COLL_REDUCE_SCATTERV;
+    comm->fp = (tutti_fingerprint_t){(uint8_t)a.coll, (uint8_t)a.dtype,
+                                     (uint8_t)(reduces ? a.op : 0), 0, rooted ? a.root : 0,
+                                     v ? 0 : a.count};
     int fixed = a.coll <= TUTTI_COLL_BARRIER;
     if (fixed && a.count == 0 && a.coll != TUTTI_COLL_BARRIER) return TUTTI_SUCCESS;
     void *scaled = NULL;

@@ -92,6 +92,18 @@ static inline int64_t tutti__deadline_after(double seconds) {
 
 /* ---- Communicator -------------------------------------------------------------------- */
 
+/* What a call is, sent in every message header and compared by the receiver against its own
+ * call, so ranks that disagree fail with a sentence naming the field instead of misreading
+ * bytes or hanging. */
+typedef struct tutti_fingerprint {
+  uint8_t coll;  /* tutti_coll_t */
+  uint8_t dtype;
+  uint8_t op;
+  uint8_t pad;
+  int32_t root;
+  uint64_t count; /* per-rank count; 0 for variable-count calls (lengths still compared) */
+} tutti_fingerprint_t;
+
 struct tutti_transport;
 struct tutti_xfer;
 struct tutti_want;
@@ -124,6 +136,7 @@ struct tutti_comm {
   struct tutti_transport *shm;
   struct tutti_transport *tcp;
   uint32_t seq;        /* collectives started on this communicator */
+  tutti_fingerprint_t fp; /* the call whose messages are being posted */
   const char *op_name; /* the API call in progress, for messages */
   atomic_int aborted;  /* set by tutti_comm_abort, possibly from another thread */
   atomic_int work_pending; /* new tasks for the progress thread (engine.c) */

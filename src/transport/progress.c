@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "algo/algo.h"
+#include "kernels/kernels.h"
 #include "transport/transport.h"
 
 #define HDR_BYTES sizeof(tutti_msg_hdr_t)
@@ -25,7 +27,8 @@ static void dequeue(tutti_xfer_t **head, tutti_xfer_t **tail) {
   if (!*head) *tail = NULL;
 }
 
-static void op_init(tutti_xfer_t *op, int kind, int peer, void *buf, size_t len, uint32_t tag) {
+static void op_init(struct tutti_comm *comm, tutti_xfer_t *op, int kind, int peer, void *buf,
+                    size_t len, uint32_t tag) {
   op->kind = kind;
   op->peer = peer;
   op->buf = buf;
@@ -35,6 +38,7 @@ static void op_init(tutti_xfer_t *op, int kind, int peer, void *buf, size_t len,
   op->hdr.magic = TUTTI_MSG_MAGIC;
   op->hdr.seq = tag;
   op->hdr.len = len;
+  op->hdr.fp = comm->fp;
 }
 
 /* Pushes the send queue of peer as far as the transport allows. */
@@ -64,22 +68,63 @@ static tutti_result_t progress_sends(struct tutti_comm *comm, int peer, int *mov
   return TUTTI_SUCCESS;
 }
 
+static const char *coll_label(int coll) {
+  return coll == TUTTI_COLL_SEND ? "send/recv" : tutti__coll_name((tutti_coll_t)coll);
+}
+
+/* Compares what the peer says it is calling with what this rank calls, field by field, so the
+ * message names the field and both values. */
+static tutti_result_t check_fingerprint(struct tutti_comm *comm, const tutti_xfer_t *op,
+                                        const tutti_fingerprint_t *got, const char *who) {
+  const tutti_fingerprint_t *want = &op->hdr.fp;
+  const char *what = coll_label(want->coll);
+  char field[160] = "";
+  if (got->coll != want->coll)
+    snprintf(field, sizeof field, "called %s where this rank called %s", coll_label(got->coll),
+             what);
+  else if (got->dtype != want->dtype)
+    snprintf(field, sizeof field, "called %s with dtype %s where this rank used %s", what,
+             tutti__dtype_name(got->dtype), tutti__dtype_name(want->dtype));
+  else if (got->op != want->op)
+    snprintf(field, sizeof field, "called %s with op %s where this rank used %s", what,
+             got->op < TUTTI_NUM_OPS ? tutti__op_name(got->op) : "premul_sum",
+             want->op < TUTTI_NUM_OPS ? tutti__op_name(want->op) : "premul_sum");
+  else if (got->root != want->root)
+    snprintf(field, sizeof field, "called %s with root %d where this rank used root %d", what,
+             (int)got->root, (int)want->root);
+  else if (got->count != want->count)
+    snprintf(field, sizeof field, "called %s with count %llu where this rank used count %llu",
+             what, (unsigned long long)got->count, (unsigned long long)want->count);
+  if (!field[0]) return TUTTI_SUCCESS;
+  return tutti__error(comm, TUTTI_ERR_INVALID_USAGE, "the ranks disagree on call #%u: %s %s",
+                      op->hdr.seq, who, field);
+}
+
 /* A header that does not match what this rank posted means the ranks disagree on the call
  * sequence or the sizes; reading on would misinterpret bytes, so fail loudly instead. */
 static tutti_result_t check_header(struct tutti_comm *comm, const tutti_xfer_t *op,
                                    const tutti_msg_hdr_t *got) {
   char who[128];
+  tutti__peer_desc(comm, op->peer, who, sizeof who);
+  if (got->magic == TUTTI_ABORT_MAGIC) {
+    tutti_result_t code = got->seq == TUTTI_ERR_INVALID_USAGE ? TUTTI_ERR_INVALID_USAGE
+                                                               : TUTTI_ERR_REMOTE;
+    return tutti__error(comm, code, "%s gave up on call #%u: %s", who, op->hdr.seq,
+                        code == TUTTI_ERR_INVALID_USAGE
+                            ? "the ranks disagree on the call (see that rank's error)"
+                            : "it failed");
+  }
   if (got->magic != TUTTI_MSG_MAGIC)
     return tutti__error(comm, TUTTI_ERR_REMOTE, "received a corrupt message header from %s",
-                        tutti__peer_desc(comm, op->peer, who, sizeof who));
+                        who);
+  TRY(check_fingerprint(comm, op, &got->fp, who));
   if (got->seq != op->hdr.seq || got->len != op->len)
     return tutti__error(comm, TUTTI_ERR_INVALID_USAGE,
-                        "%s sent %llu bytes for its collective #%u while this rank expected "
-                        "%llu bytes for collective #%u: the ranks called different "
-                        "collectives, counts or dtypes",
-                        tutti__peer_desc(comm, op->peer, who, sizeof who),
-                        (unsigned long long)got->len, got->seq, (unsigned long long)op->len,
-                        op->hdr.seq);
+                        "%s sent %llu bytes for its call #%u while this rank expected %llu "
+                        "bytes for call #%u: the ranks called different collectives, counts "
+                        "or dtypes",
+                        who, (unsigned long long)got->len, got->seq,
+                        (unsigned long long)op->len, op->hdr.seq);
   return TUTTI_SUCCESS;
 }
 
@@ -124,7 +169,7 @@ static tutti_result_t progress_all(struct tutti_comm *comm, int *moved_any) {
 tutti_result_t tutti__isend_tag(struct tutti_comm *comm, tutti_xfer_t *op, int peer,
                                 const void *buf, size_t len, uint32_t tag) {
   tutti_peer_t *p = &comm->peers[peer];
-  op_init(op, TUTTI_OP_SEND, peer, (void *)buf, len, tag);
+  op_init(comm, op, TUTTI_OP_SEND, peer, (void *)buf, len, tag);
   enqueue(&p->sendq_head, &p->sendq_tail, op);
   /* Start moving at once: small messages usually finish here, without entering the wait. */
   int moved = 0;
@@ -134,7 +179,7 @@ tutti_result_t tutti__isend_tag(struct tutti_comm *comm, tutti_xfer_t *op, int p
 tutti_result_t tutti__irecv_tag(struct tutti_comm *comm, tutti_xfer_t *op, int peer, void *buf,
                                 size_t len, uint32_t tag) {
   tutti_peer_t *p = &comm->peers[peer];
-  op_init(op, TUTTI_OP_RECV, peer, buf, len, tag);
+  op_init(comm, op, TUTTI_OP_RECV, peer, buf, len, tag);
   enqueue(&p->recvq_head, &p->recvq_tail, op);
   return TUTTI_SUCCESS;
 }

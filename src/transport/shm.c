@@ -44,6 +44,7 @@ typedef struct shm_slot {
   /* Why this rank failed, written before it publishes the failure, so that ranks further
    * down the line can name the first cause and not just the neighbour that gave up. */
   _Alignas(CACHELINE) char reason[256];
+  int32_t code; /* its tutti_result_t */
 } shm_slot_t;
 
 /* Producer and consumer counters on separate lines so they do not bounce together. */
@@ -99,7 +100,10 @@ static tutti_result_t check_failed(shm_transport_t *s) {
   int li = comm->peers[f - 1].local_index;
   memcpy(why, s->slots[li].reason, sizeof why);
   why[sizeof why - 1] = '\0';
-  return tutti__error(comm, TUTTI_ERR_REMOTE, "%s failed and abandoned the collective (%s)",
+  /* A disagreement on the call is the caller's bug on every rank, not a peer failure. */
+  tutti_result_t code = s->slots[li].code == TUTTI_ERR_INVALID_USAGE ? TUTTI_ERR_INVALID_USAGE
+                                                                      : TUTTI_ERR_REMOTE;
+  return tutti__error(comm, code, "%s failed and abandoned the collective (%s)",
                       tutti__peer_desc(comm, f - 1, who, sizeof who),
                       why[0] ? why : "no reason given");
 }
@@ -227,6 +231,7 @@ static void shm_fail(tutti_transport_t *t, const char *reason) {
   size_t len = strnlen(reason, sizeof s->slots[s->me].reason - 1);
   memcpy(dst, reason, len);
   dst[len] = '\0';
+  s->slots[s->me].code = t->comm->failed;
   atomic_compare_exchange_strong(&s->hdr->failed, &expected, t->comm->rank + 1);
   for (int i = 0; i < s->nlocal; i++)
     if (i != s->me) ring_bell(s, i);

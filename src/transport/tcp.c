@@ -98,12 +98,25 @@ static void tcp_wake(tutti_transport_t *tp) {
   }
 }
 
-/* Shutting the sockets down makes every peer's next poll report the failure at once. */
+/* Shutting the sockets down makes every peer's next poll report the failure at once. When
+ * the owner found the ranks disagreeing on a call, it first tells each peer so in an abort
+ * frame, where the stream is between frames; it is best effort, EOF follows anyway. An abort
+ * from another thread only shuts down: it must not write into a stream the owner writes. */
 static void tcp_fail(tutti_transport_t *tp, const char *reason) {
-  (void)reason; /* EOF is all a TCP peer can be told without a message of its own. */
+  (void)reason; /* the reason stays in this rank's own error; the frame carries the code */
   tcp_transport_t *t = (tcp_transport_t *)tp;
-  for (int i = 0; i < t->base.comm->nranks; i++)
-    if (t->fd[i] >= 0) shutdown(t->fd[i], SHUT_RDWR);
+  struct tutti_comm *comm = t->base.comm;
+  for (int i = 0; i < comm->nranks; i++) {
+    if (t->fd[i] < 0) continue;
+    const tutti_xfer_t *head = comm->peers[i].sendq_head;
+    if (comm->failed == TUTTI_ERR_INVALID_USAGE && (!head || head->done == 0)) {
+      tutti_msg_hdr_t h = {.magic = TUTTI_ABORT_MAGIC, .seq = (uint32_t)comm->failed};
+      h.fp.root = comm->rank;
+      if (send(t->fd[i], &h, sizeof h, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) { /* best effort */
+      }
+    }
+    shutdown(t->fd[i], SHUT_RDWR);
+  }
 }
 
 static void tcp_destroy(tutti_transport_t *tp) {

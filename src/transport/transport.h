@@ -59,8 +59,9 @@ tutti_result_t tutti__tcp_create(struct tutti_comm *comm, int listen_fd, tutti_t
  * collective or of another size from the one it expects instead of misreading bytes. */
 typedef struct tutti_msg_hdr {
   uint32_t magic;
-  uint32_t seq;
+  uint32_t seq; /* collective sequence number, or a point-to-point tag; a code in aborts */
   uint64_t len;
+  tutti_fingerprint_t fp;
 } tutti_msg_hdr_t;
 
 enum { TUTTI_OP_SEND = 1, TUTTI_OP_RECV = 2 };
@@ -103,5 +104,8 @@ tutti_result_t tutti__irecv_tag(struct tutti_comm *comm, tutti_xfer_t *op, int p
 void tutti__drop_ops(struct tutti_comm *comm);
 
 #define TUTTI_MSG_MAGIC 0x54545431u /* "TTT1" */
+/* A header-only frame a failing rank sends, where the stream is between frames, to tell a
+ * peer why it gave up (seq holds the result code, fp.root the sender's rank). */
+#define TUTTI_ABORT_MAGIC 0x54545441u /* "ATTT" */
 
 #endif
