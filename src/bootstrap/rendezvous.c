@@ -3,6 +3,12 @@
  * rank 0, for tutti_comm_init_env) that every rank connects to once. It checks that the ranks
  * agree before anyone proceeds, so a wrong world size or a duplicate rank fails on every rank
  * with the same sentence instead of hanging.
+ *
+ * Every connection is authenticated both ways (core/auth.h): the server opens with a fresh
+ * nonce, the rank's hello carries an HMAC of it under the job secret, and the server's answer
+ * carries an HMAC of the rank's nonce, the answer and the table's digest. A stranger, a rank
+ * of another job or a replayed hello is logged and dropped without disturbing the job, and a
+ * rank never believes a table that does not come from its own job's rendezvous.
  */
 #include <arpa/inet.h>
 #include <pthread.h>
@@ -14,20 +20,41 @@
 #include <unistd.h>
 
 #include "bootstrap/bootstrap.h"
+#include "core/auth.h"
 #include "core/sock.h"
 
 #define RDV_MAGIC 0x74747472u /* "tttr" */
-#define RDV_VERSION 1u
+#define RDV_VERSION 2u        /* 2: authenticated handshake */
+/* How long a connection may take to send its hello; a silent stranger holds the server up
+ * this long at most. */
+#define RDV_HELLO_NS 5000000000LL
 
-typedef struct rdv_hello {
+_Static_assert(TUTTI_SECRET_BYTES == TUTTI_AUTH_KEY_BYTES, "the job secret is the HMAC key");
+
+/* The server's first words on every connection. */
+typedef struct rdv_challenge {
+  uint32_t magic;
+  uint32_t version;
+  uint8_t na[TUTTI_AUTH_NONCE_BYTES];
+} rdv_challenge_t;
+
+/* What a rank says about itself; its proof covers exactly these bytes. */
+typedef struct rdv_hello_fields {
   uint32_t magic;
   uint32_t version;
   int32_t nranks;
   int32_t rank;
-  uint8_t secret[TUTTI_SECRET_BYTES];
   tutti_rdv_entry_t entry;
+} rdv_hello_fields_t;
+
+typedef struct rdv_hello {
+  rdv_hello_fields_t f;
+  uint8_t nc[TUTTI_AUTH_NONCE_BYTES];
+  uint8_t proof[TUTTI_AUTH_PROOF_BYTES]; /* connector's, over f */
 } rdv_hello_t;
 
+/* The answer: this, then on success the table of nranks entries, then the server's proof over
+ * this and the table's SHA-256. */
 typedef struct rdv_reply {
   uint32_t magic;
   int32_t status; /* a tutti_result_t */
@@ -35,6 +62,13 @@ typedef struct rdv_reply {
   int32_t nranks;
   char reason[300];
 } rdv_reply_t;
+
+/* One authenticated connection and the nonces its answer must be bound to. */
+typedef struct rdv_peer {
+  int fd;
+  uint8_t na[TUTTI_AUTH_NONCE_BYTES];
+  uint8_t nc[TUTTI_AUTH_NONCE_BYTES];
+} rdv_peer_t;
 
 typedef struct rdv_server {
   int lfd;
@@ -46,20 +80,29 @@ typedef struct rdv_server {
   int hellos;             /* valid hellos received, admitted or not */
   uint64_t job_id;
   int max_world;          /* largest world size any hello claimed */
-  int *fd;                /* per rank, while waiting for the table */
+  rdv_peer_t *peer;       /* per rank, while waiting for the table; fd -1 when empty */
   tutti_rdv_entry_t *table;
+  uint8_t table_digest[TUTTI_AUTH_PROOF_BYTES]; /* SHA-256 of table, once it is full */
   tutti_result_t status;  /* first disagreement, or success */
   char reason[300];
 } rdv_server_t;
 
-static void send_reply(rdv_server_t *s, int fd) {
+static void send_reply(rdv_server_t *s, const rdv_peer_t *c) {
   rdv_reply_t r = {RDV_MAGIC, s->status, s->job_id, s->nranks, ""};
   snprintf(r.reason, sizeof r.reason, "%s", s->reason);
+  int ok = s->status == TUTTI_SUCCESS;
+  struct iovec parts[2] = {{&r, sizeof r}, {s->table_digest, sizeof s->table_digest}};
+  uint8_t proof[TUTTI_AUTH_PROOF_BYTES];
+  if (tutti__auth_proof(s->secret, TUTTI_AUTH_ACCEPTOR, c->na, c->nc, parts, ok ? 2 : 1,
+                        proof) != TUTTI_SUCCESS)
+    return; /* the rank sees the connection close and fails */
   char err[128];
   int64_t dl = tutti__now_ns() + 2000000000LL;
-  if (tutti__sock_send_all(fd, &r, sizeof r, dl, err, sizeof err) != TUTTI_SUCCESS) return;
-  if (s->status == TUTTI_SUCCESS)
-    tutti__sock_send_all(fd, s->table, (size_t)s->nranks * sizeof *s->table, dl, err, sizeof err);
+  if (tutti__sock_send_all(c->fd, &r, sizeof r, dl, err, sizeof err) != TUTTI_SUCCESS) return;
+  if (ok && tutti__sock_send_all(c->fd, s->table, (size_t)s->nranks * sizeof *s->table, dl, err,
+                                 sizeof err) != TUTTI_SUCCESS)
+    return;
+  tutti__sock_send_all(c->fd, proof, sizeof proof, dl, err, sizeof err);
 }
 
 /* Once ranks disagree, everyone connected learns it now, and later arrivals on arrival. */
@@ -74,66 +117,111 @@ static void refuse(rdv_server_t *s, tutti_result_t status, const char *fmt, ...)
     s->status = status;
     WARN("boot", -1, "rendezvous refused the job: %s", s->reason);
   }
-  for (int i = 0; s->fd && i < s->nranks; i++)
-    if (s->fd[i] >= 0) {
-      send_reply(s, s->fd[i]);
-      close(s->fd[i]);
-      s->fd[i] = -1;
+  for (int i = 0; s->peer && i < s->nranks; i++)
+    if (s->peer[i].fd >= 0) {
+      send_reply(s, &s->peer[i]);
+      close(s->peer[i].fd);
+      s->peer[i].fd = -1;
     }
 }
 
-static void admit(rdv_server_t *s, int fd, const rdv_hello_t *h) {
-  if (h->nranks > s->max_world) s->max_world = h->nranks;
+static void admit(rdv_server_t *s, const rdv_peer_t *c, const rdv_hello_t *h) {
+  if (h->f.nranks > s->max_world) s->max_world = h->f.nranks;
   if (s->status != TUTTI_SUCCESS) {
-    send_reply(s, fd);
-    close(fd);
+    send_reply(s, c);
+    close(c->fd);
     return;
   }
   if (s->nranks < 0) {
-    s->nranks = h->nranks;
-    s->fd = malloc((size_t)s->nranks * sizeof *s->fd);
+    s->nranks = h->f.nranks;
+    s->peer = malloc((size_t)s->nranks * sizeof *s->peer);
     s->table = calloc((size_t)s->nranks, sizeof *s->table);
-    if (!s->fd || !s->table) {
+    if (!s->peer || !s->table) {
       s->nranks = 0;
       refuse(s, TUTTI_ERR_SYSTEM, "the rendezvous ran out of memory");
-      send_reply(s, fd);
-      close(fd);
+      send_reply(s, c);
+      close(c->fd);
       return;
     }
-    for (int i = 0; i < s->nranks; i++) s->fd[i] = -1;
+    for (int i = 0; i < s->nranks; i++) s->peer[i].fd = -1;
   }
-  if (h->nranks != s->nranks || h->rank < 0 || h->rank >= s->nranks) {
+  if (h->f.nranks != s->nranks || h->f.rank < 0 || h->f.rank >= s->nranks) {
     refuse(s, TUTTI_ERR_INVALID_USAGE, "ranks disagree on the world size: rank %d (pid %d) "
-           "says %d ranks, an earlier rank says %d", h->rank, h->entry.pid, h->nranks,
+           "says %d ranks, an earlier rank says %d", h->f.rank, h->f.entry.pid, h->f.nranks,
            s->nranks);
-  } else if (s->fd[h->rank] >= 0) {
-    refuse(s, TUTTI_ERR_INVALID_USAGE, "rank %d joined twice (pids %d and %d)", h->rank,
-           s->table[h->rank].pid, h->entry.pid);
+  } else if (s->peer[h->f.rank].fd >= 0) {
+    refuse(s, TUTTI_ERR_INVALID_USAGE, "rank %d joined twice (pids %d and %d)", h->f.rank,
+           s->table[h->f.rank].pid, h->f.entry.pid);
   } else {
-    s->fd[h->rank] = fd;
-    s->table[h->rank] = h->entry;
+    s->peer[h->f.rank] = *c;
+    s->table[h->f.rank] = h->f.entry;
     s->arrived++;
     return;
   }
-  send_reply(s, fd);
-  close(fd);
+  send_reply(s, c);
+  close(c->fd);
 }
 
 static void finish(rdv_server_t *s) {
   if (s->status == TUTTI_SUCCESS && s->arrived < (s->nranks > 0 ? s->nranks : 1)) {
     char missing[200] = "";
     size_t used = 0;
-    for (int i = 0; s->fd && i < s->nranks && used < sizeof missing - 16; i++)
-      if (s->fd[i] < 0) used += (size_t)snprintf(missing + used, sizeof missing - used, "%s%d",
-                                                 used ? ", " : "", i);
+    for (int i = 0; s->peer && i < s->nranks && used < sizeof missing - 16; i++)
+      if (s->peer[i].fd < 0) used += (size_t)snprintf(missing + used, sizeof missing - used,
+                                                      "%s%d", used ? ", " : "", i);
     refuse(s, TUTTI_ERR_TIMEOUT, "only %d of %d ranks joined within %.1f s; missing: %s",
            s->arrived, s->nranks, s->timeout_s, used ? missing : "all");
   } else if (s->status == TUTTI_SUCCESS) {
+    if (tutti__auth_digest(s->table, (size_t)s->nranks * sizeof *s->table, s->table_digest) !=
+        TUTTI_SUCCESS) {
+      refuse(s, TUTTI_ERR_INTERNAL, "the rendezvous could not hash the address table");
+      return;
+    }
     for (int i = 0; i < s->nranks; i++) {
-      send_reply(s, s->fd[i]);
-      close(s->fd[i]);
+      send_reply(s, &s->peer[i]);
+      close(s->peer[i].fd);
     }
   }
+}
+
+/* Challenges the new connection c->fd and reads its hello into h within RDV_HELLO_NS. Returns
+ * 1 when the hello proves the job secret and is well formed (c->nc then holds the rank's
+ * nonce); else logs why and returns 0, leaving c->fd for the caller to close. */
+static int receive_hello(rdv_server_t *s, rdv_peer_t *c, rdv_hello_t *h) {
+  char err[256], why[320], who[64];
+  int64_t dl = tutti__now_ns() + RDV_HELLO_NS;
+  rdv_challenge_t ch = {RDV_MAGIC, RDV_VERSION, {0}};
+  if (tutti__auth_make_nonce(c->na) != TUTTI_SUCCESS) {
+    snprintf(why, sizeof why, "no nonce could be made");
+    goto reject;
+  }
+  memcpy(ch.na, c->na, sizeof ch.na);
+  if (tutti__sock_send_all(c->fd, &ch, sizeof ch, dl, err, sizeof err) != TUTTI_SUCCESS ||
+      tutti__sock_recv_all(c->fd, h, sizeof *h, dl, err, sizeof err) != TUTTI_SUCCESS) {
+    snprintf(why, sizeof why, "no complete hello: %s", err);
+    goto reject;
+  }
+  if (h->f.magic != RDV_MAGIC || h->f.version != RDV_VERSION) {
+    snprintf(why, sizeof why, "it does not speak the tutti rendezvous protocol version %u",
+             RDV_VERSION);
+    goto reject;
+  }
+  struct iovec part = {&h->f, sizeof h->f};
+  if (!tutti__auth_verify(s->secret, TUTTI_AUTH_CONNECTOR, c->na, h->nc, &part, 1, h->proof)) {
+    snprintf(why, sizeof why, "it did not prove it knows the job secret (a stranger, a rank "
+             "of another job, or a replayed handshake)");
+    goto reject;
+  }
+  if (h->f.nranks < 1 || h->f.nranks > TUTTI_MAX_RANKS) {
+    snprintf(why, sizeof why, "it claims a world size of %d", h->f.nranks);
+    goto reject;
+  }
+  memcpy(c->nc, h->nc, sizeof c->nc);
+  return 1;
+reject:
+  WARN("boot", -1, "rendezvous rejected a connection from %s: %s",
+       tutti__auth_peer_name(c->fd, who, sizeof who), why);
+  return 0;
 }
 
 static void *serve(void *arg) {
@@ -143,31 +231,31 @@ static void *serve(void *arg) {
     if (s->status == TUTTI_SUCCESS && s->nranks > 0 && s->arrived == s->nranks) break;
     /* After a refusal, keep answering until everyone who could come has been told. */
     if (s->status != TUTTI_SUCCESS && s->hellos >= s->max_world) break;
-    int fd;
-    if (tutti__sock_accept(s->lfd, s->deadline, &fd, err, sizeof err) != TUTTI_SUCCESS) break;
+    rdv_peer_t c;
+    if (tutti__sock_accept(s->lfd, s->deadline, &c.fd, err, sizeof err) != TUTTI_SUCCESS) break;
     rdv_hello_t h;
-    int64_t dl = tutti__now_ns() + 5000000000LL;
-    if (tutti__sock_recv_all(fd, &h, sizeof h, dl, err, sizeof err) != TUTTI_SUCCESS ||
-        h.magic != RDV_MAGIC || h.version != RDV_VERSION ||
-        memcmp(h.secret, s->secret, TUTTI_SECRET_BYTES) != 0 || h.nranks < 1 ||
-        h.nranks > TUTTI_MAX_RANKS) {
-      WARN("boot", -1, "rendezvous dropped a connection that is not a rank of this job");
-      close(fd);
+    if (!receive_hello(s, &c, &h)) {
+      close(c.fd);
       continue;
     }
     s->hellos++;
-    admit(s, fd, &h);
+    admit(s, &c, &h);
   }
   finish(s);
   close(s->lfd);
-  free(s->fd);
+  tutti__auth_cleanse(s->secret, sizeof s->secret);
+  free(s->peer);
   free(s->table);
   free(s);
+  tutti__auth_thread_stop();
   return NULL;
 }
 
 tutti_result_t tutti__rdv_serve(int lfd, const uint8_t secret[TUTTI_SECRET_BYTES],
                                 double timeout_s) {
+  /* Before the thread exists: libcrypto's set-up must not race the forks of ranks that often
+   * follow tutti_get_unique_id. */
+  TRY(tutti__auth_init());
   rdv_server_t *s = calloc(1, sizeof *s);
   if (!s) return TUTTI_ERR_SYSTEM;
   s->lfd = lfd;
@@ -175,7 +263,7 @@ tutti_result_t tutti__rdv_serve(int lfd, const uint8_t secret[TUTTI_SECRET_BYTES
   s->timeout_s = timeout_s;
   s->deadline = tutti__deadline_after(timeout_s);
   s->nranks = -1;
-  /* Names this job's shared segments and authenticates its data connections. */
+  /* Names this job's shared segments and tags its data connections. */
   if (getrandom(&s->job_id, sizeof s->job_id, 0) != sizeof s->job_id) {
     free(s);
     return TUTTI_ERR_SYSTEM;
@@ -207,48 +295,101 @@ tutti_result_t tutti__rdv_connect(uint32_t ip, uint16_t port, int64_t deadline, 
   return TUTTI_SUCCESS;
 }
 
+/* Answers the server's challenge with this rank's hello; nc receives this rank's nonce. */
+static tutti_result_t send_hello(int fd, const uint8_t secret[TUTTI_SECRET_BYTES], int nranks,
+                                 int rank, const tutti_rdv_entry_t *me, int64_t deadline,
+                                 uint8_t na[TUTTI_AUTH_NONCE_BYTES],
+                                 uint8_t nc[TUTTI_AUTH_NONCE_BYTES], char *err, size_t errlen) {
+  rdv_challenge_t ch;
+  /* The server serves one connection at a time; allow it until its own deadline and then
+   * some to reach this one. */
+  TRY(tutti__sock_recv_all(fd, &ch, sizeof ch, deadline + 3000000000LL, err, errlen));
+  if (ch.magic != RDV_MAGIC || ch.version != RDV_VERSION) {
+    snprintf(err, errlen, "the rendezvous address is not a tutti rendezvous of this version");
+    return TUTTI_ERR_REMOTE;
+  }
+  memcpy(na, ch.na, TUTTI_AUTH_NONCE_BYTES);
+  rdv_hello_t h;
+  memset(&h, 0, sizeof h);
+  h.f = (rdv_hello_fields_t){RDV_MAGIC, RDV_VERSION, nranks, rank, *me};
+  struct iovec part = {&h.f, sizeof h.f};
+  if (tutti__auth_make_nonce(nc) != TUTTI_SUCCESS ||
+      tutti__auth_proof(secret, TUTTI_AUTH_CONNECTOR, na, nc, &part, 1, h.proof) !=
+          TUTTI_SUCCESS) {
+    snprintf(err, errlen, "cannot compute the proof of the job secret (libcrypto failed)");
+    return TUTTI_ERR_INTERNAL;
+  }
+  memcpy(h.nc, nc, sizeof h.nc);
+  return tutti__sock_send_all(fd, &h, sizeof h, deadline, err, errlen);
+}
+
 tutti_result_t tutti__rdv_exchange(int fd, const uint8_t secret[TUTTI_SECRET_BYTES], int nranks,
                                    int rank, const tutti_rdv_entry_t *me, int64_t deadline,
                                    tutti_rdv_entry_t **table, uint64_t *job_id, char *err,
                                    size_t errlen) {
-  rdv_hello_t h = {RDV_MAGIC, RDV_VERSION, nranks, rank, {0}, *me};
-  memcpy(h.secret, secret, TUTTI_SECRET_BYTES);
-  TRY(tutti__sock_send_all(fd, &h, sizeof h, deadline, err, errlen));
+  uint8_t na[TUTTI_AUTH_NONCE_BYTES], nc[TUTTI_AUTH_NONCE_BYTES];
+  uint8_t proof[TUTTI_AUTH_PROOF_BYTES], digest[TUTTI_AUTH_PROOF_BYTES];
+  TRY(send_hello(fd, secret, nranks, rank, me, deadline, na, nc, err, errlen));
   /* The server gives up at its own deadline and says why; allow it time to say so. */
+  int64_t answer_deadline = deadline + 3000000000LL;
   rdv_reply_t r;
-  TRY(tutti__sock_recv_all(fd, &r, sizeof r, deadline + 3000000000LL, err, errlen));
+  tutti_result_t res = tutti__sock_recv_all(fd, &r, sizeof r, answer_deadline, err, errlen);
+  if (res == TUTTI_ERR_REMOTE) {
+    /* A server that rejects a hello closes without a word: it gives a stranger nothing. */
+    snprintf(err, errlen, "the rendezvous closed the connection after this rank's hello: it "
+             "did not accept this rank's proof of the job secret (a unique id or TUTTI_SECRET "
+             "of another job?), or it exited");
+    return res;
+  }
+  TRY(res);
   r.reason[sizeof r.reason - 1] = '\0';
   if (r.magic != RDV_MAGIC) {
     snprintf(err, errlen, "the rendezvous answered with garbage");
     return TUTTI_ERR_REMOTE;
   }
-  if (r.status != TUTTI_SUCCESS) {
-    snprintf(err, errlen, "%s", r.reason);
-    return r.status > 0 && r.status <= TUTTI_ERR_INTERNAL ? (tutti_result_t)r.status
-                                                          : TUTTI_ERR_REMOTE;
-  }
-  if (r.nranks != nranks) {
+  int ok = r.status == TUTTI_SUCCESS;
+  if (ok && r.nranks != nranks) {
     snprintf(err, errlen, "the rendezvous answered for %d ranks, not %d", r.nranks, nranks);
     return TUTTI_ERR_INVALID_USAGE;
   }
-  tutti_rdv_entry_t *t = malloc((size_t)nranks * sizeof *t);
-  if (!t) {
+  tutti_rdv_entry_t *t = NULL;
+  if (ok && !(t = malloc((size_t)nranks * sizeof *t))) {
     snprintf(err, errlen, "out of memory");
     return TUTTI_ERR_SYSTEM;
   }
-  tutti_result_t res = tutti__sock_recv_all(fd, t, (size_t)nranks * sizeof *t,
-                                            deadline + 3000000000LL, err, errlen);
-  if (res != TUTTI_SUCCESS) {
-    free(t);
-    return res;
+  /* The table's length is this rank's own nranks, checked above: nothing read decides it. */
+  if (ok) TRY_GOTO(tutti__sock_recv_all(fd, t, (size_t)nranks * sizeof *t, answer_deadline, err,
+                                        errlen), res, out);
+  TRY_GOTO(tutti__sock_recv_all(fd, proof, sizeof proof, answer_deadline, err, errlen), res,
+           out);
+  if (ok && tutti__auth_digest(t, (size_t)nranks * sizeof *t, digest) != TUTTI_SUCCESS) {
+    snprintf(err, errlen, "cannot hash the address table (libcrypto failed)");
+    res = TUTTI_ERR_INTERNAL;
+    goto out;
+  }
+  struct iovec parts[2] = {{&r, sizeof r}, {digest, sizeof digest}};
+  if (!tutti__auth_verify(secret, TUTTI_AUTH_ACCEPTOR, na, nc, parts, ok ? 2 : 1, proof)) {
+    snprintf(err, errlen, "the rendezvous did not prove it knows the job secret: it is not "
+             "this job's rendezvous");
+    res = TUTTI_ERR_REMOTE;
+    goto out;
+  }
+  if (!ok) {
+    snprintf(err, errlen, "%s", r.reason);
+    res = r.status > 0 && r.status <= TUTTI_ERR_INTERNAL ? (tutti_result_t)r.status
+                                                         : TUTTI_ERR_REMOTE;
+    goto out;
   }
   for (int i = 0; i < nranks; i++) {
     t[i].host[TUTTI_HOST_BYTES - 1] = '\0';
     t[i].boot_id[sizeof t[i].boot_id - 1] = '\0';
   }
   *table = t;
+  t = NULL;
   *job_id = r.job_id;
-  return TUTTI_SUCCESS;
+out:
+  free(t);
+  return res;
 }
 
 void tutti__host_identity(char host[TUTTI_HOST_BYTES], char boot_id[40]) {

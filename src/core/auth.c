@@ -1,7 +1,18 @@
-/* HMAC-SHA256 proofs and nonces for connection authentication (see auth.h). */
+/*
+ * HMAC-SHA256 proofs and nonces for connection authentication (see auth.h).
+ *
+ * Fork safety: the rendezvous thread calls libcrypto while the process that hosts it may be
+ * forking ranks (tutti_get_unique_id, then fork, is the documented pattern). A child forked
+ * while that thread held one of libcrypto's internal locks would deadlock on its own first
+ * libcrypto call. So every libcrypto call here runs under crypto_mu, and a pthread_atfork
+ * handler takes crypto_mu around fork: no libcrypto lock is ever held across a fork by us.
+ * tutti__auth_init registers that handler, and does libcrypto's one-time set-up, before the
+ * rendezvous thread starts, so that set-up never races a fork either.
+ */
 #include "core/auth.h"
 
 #include <arpa/inet.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -13,12 +24,41 @@
 
 #include "core/sock.h"
 
+static pthread_mutex_t crypto_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t crypto_once = PTHREAD_ONCE_INIT;
+
+static void crypto_lock_raw(void) { pthread_mutex_lock(&crypto_mu); }
+static void crypto_unlock_raw(void) { pthread_mutex_unlock(&crypto_mu); }
+
+static void crypto_init(void) {
+  /* No atexit clean-up: a detached rendezvous thread may still be inside libcrypto when the
+   * process exits, and must not find its state freed under it. */
+  OPENSSL_init_crypto(OPENSSL_INIT_NO_ATEXIT, NULL);
+  pthread_atfork(crypto_lock_raw, crypto_unlock_raw, crypto_unlock_raw);
+}
+
+static void crypto_lock(void) {
+  pthread_once(&crypto_once, crypto_init);
+  crypto_lock_raw();
+}
+
 /* Both labels have the same length, so label || nonces || data never parses two ways. */
 static const char label_connector[] = "tutti-c";
 static const char label_acceptor[] = "tutti-s";
 
+tutti_result_t tutti__auth_init(void) {
+  uint8_t probe[TUTTI_AUTH_PROOF_BYTES];
+  /* The first nonce and HMAC load libcrypto's providers and seed its generator. */
+  TRY(tutti__auth_make_nonce(probe));
+  TRY(tutti__auth_proof(probe, TUTTI_AUTH_CONNECTOR, probe, probe, NULL, 0, probe));
+  return TUTTI_SUCCESS;
+}
+
 tutti_result_t tutti__auth_make_nonce(uint8_t nonce[TUTTI_AUTH_NONCE_BYTES]) {
-  if (RAND_bytes(nonce, TUTTI_AUTH_NONCE_BYTES) != 1) {
+  crypto_lock();
+  int ok = RAND_bytes(nonce, TUTTI_AUTH_NONCE_BYTES) == 1;
+  crypto_unlock_raw();
+  if (!ok) {
     WARN("boot", -1, "RAND_bytes could not make a nonce");
     return TUTTI_ERR_SYSTEM;
   }
@@ -40,6 +80,7 @@ tutti_result_t tutti__auth_proof(const uint8_t secret[TUTTI_AUTH_KEY_BYTES],
                          OSSL_PARAM_construct_end()};
   tutti_result_t res = TUTTI_ERR_INTERNAL;
   size_t outlen = 0;
+  crypto_lock();
   EVP_MAC *mac = EVP_MAC_fetch(NULL, "HMAC", NULL);
   EVP_MAC_CTX *ctx = mac ? EVP_MAC_CTX_new(mac) : NULL;
   if (!ctx || EVP_MAC_init(ctx, secret, TUTTI_AUTH_KEY_BYTES, params) != 1 ||
@@ -55,9 +96,10 @@ tutti_result_t tutti__auth_proof(const uint8_t secret[TUTTI_AUTH_KEY_BYTES],
     goto out;
   res = TUTTI_SUCCESS;
 out:
-  if (res != TUTTI_SUCCESS) WARN("boot", -1, "libcrypto failed to compute an HMAC-SHA256");
   EVP_MAC_CTX_free(ctx);
   EVP_MAC_free(mac);
+  crypto_unlock_raw();
+  if (res != TUTTI_SUCCESS) WARN("boot", -1, "libcrypto failed to compute an HMAC-SHA256");
   return res;
 }
 
@@ -75,8 +117,10 @@ int tutti__auth_verify(const uint8_t secret[TUTTI_AUTH_KEY_BYTES], tutti_auth_ro
 tutti_result_t tutti__auth_digest(const void *data, size_t len,
                                   uint8_t out[TUTTI_AUTH_PROOF_BYTES]) {
   unsigned int outlen = 0;
-  if (EVP_Digest(data, len, out, &outlen, EVP_sha256(), NULL) != 1 ||
-      outlen != TUTTI_AUTH_PROOF_BYTES) {
+  crypto_lock();
+  int ok = EVP_Digest(data, len, out, &outlen, EVP_sha256(), NULL) == 1;
+  crypto_unlock_raw();
+  if (!ok || outlen != TUTTI_AUTH_PROOF_BYTES) {
     WARN("boot", -1, "libcrypto failed to compute a SHA-256");
     return TUTTI_ERR_INTERNAL;
   }
@@ -115,3 +159,9 @@ int tutti__auth_parse_secret(const char *s, uint8_t secret[TUTTI_AUTH_KEY_BYTES]
 }
 
 void tutti__auth_cleanse(void *p, size_t n) { OPENSSL_cleanse(p, n); }
+
+void tutti__auth_thread_stop(void) {
+  crypto_lock();
+  OPENSSL_thread_stop();
+  crypto_unlock_raw();
+}

@@ -27,6 +27,11 @@
 /* Who computes a proof: the side that connected, or the side that accepted. */
 typedef enum { TUTTI_AUTH_CONNECTOR, TUTTI_AUTH_ACCEPTOR } tutti_auth_role_t;
 
+/* Sets libcrypto up for this process and makes it fork-safe for tutti's own use (see
+ * auth.c). Call before starting a thread that authenticates connections; idempotent.
+ * TUTTI_ERR_SYSTEM or TUTTI_ERR_INTERNAL if libcrypto cannot work. */
+tutti_result_t tutti__auth_init(void);
+
 /* Fills nonce with fresh bytes from OpenSSL's CSPRNG; TUTTI_ERR_SYSTEM if it cannot. */
 tutti_result_t tutti__auth_make_nonce(uint8_t nonce[TUTTI_AUTH_NONCE_BYTES]);
 
@@ -60,6 +65,10 @@ const char *tutti__auth_peer_name(int fd, char *buf, size_t len);
 /* Parses exactly 2 * TUTTI_AUTH_KEY_BYTES hex digits (either case) into secret; 0, or -1 if
  * s is anything else (secret is then left zeroed). */
 int tutti__auth_parse_secret(const char *s, uint8_t secret[TUTTI_AUTH_KEY_BYTES]);
+
+/* Frees this thread's libcrypto state now, under the fork lock (see auth.c), rather than in a
+ * thread-exit destructor that a concurrent fork could interrupt. For threads about to end. */
+void tutti__auth_thread_stop(void);
 
 /* Overwrites n bytes at p in a way the compiler cannot drop (for secrets going out of use). */
 void tutti__auth_cleanse(void *p, size_t n);

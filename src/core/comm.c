@@ -9,6 +9,7 @@
 
 #include "algo/algo.h"
 #include "bootstrap/bootstrap.h"
+#include "core/auth.h"
 #include "core/engine.h"
 #include "core/sock.h"
 #include "transport/transport.h"
@@ -92,6 +93,10 @@ static tutti_result_t comm_build(struct tutti_comm *comm, uint32_t root_ip, uint
   int64_t deadline = tutti__deadline_after(comm->cfg.timeout_s);
   uint32_t local_ip;
 
+  /* The data connections prove this secret too, after the rendezvous. */
+  _Static_assert(sizeof comm->secret == TUTTI_SECRET_BYTES, "secret size");
+  memcpy(comm->secret, secret, TUTTI_SECRET_BYTES);
+
   TRY_GOTO(tutti__rdv_connect(root_ip, root_port, deadline, &rfd, &local_ip, err, sizeof err),
            res, fail_err);
   /* Data listeners use the interface that reaches the rendezvous unless told otherwise. */
@@ -137,6 +142,7 @@ static void comm_free(struct tutti_comm *comm) {
   if (comm->scratch) munmap(comm->scratch, comm->scratch_bytes);
   free(comm->wants);
   free(comm->peers);
+  tutti__auth_cleanse(comm->secret, sizeof comm->secret);
   free(comm);
 }
 
@@ -196,6 +202,28 @@ static const char *lookup_env(const char *name, void *ctx) {
   return getenv(name);
 }
 
+/* The job secret of a launched job: TUTTI_SECRET (64 hex digits, set by tutti-run), else all
+ * zeros, which authenticates nothing, so a job launched another way is as open as before. */
+static tutti_result_t env_secret(uint8_t secret[TUTTI_SECRET_BYTES], char *err, size_t errlen) {
+  static atomic_int told;
+  const char *hex = getenv("TUTTI_SECRET");
+  if (!hex || !*hex) {
+    memset(secret, 0, TUTTI_SECRET_BYTES);
+    if (!atomic_exchange(&told, 1))
+      INFO("boot", -1, "TUTTI_SECRET is not set: connections are not authenticated beyond "
+           "the all-zero secret (tutti-run sets a random one)");
+    return TUTTI_SUCCESS;
+  }
+  if (tutti__auth_parse_secret(hex, secret) != 0) {
+    /* The value is never echoed: it is, or is meant to be, a secret. */
+    snprintf(err, errlen, "TUTTI_SECRET must be %d hex digits (a %d-bit job secret), not a "
+             "%zu-character string with other characters or another length",
+             2 * TUTTI_SECRET_BYTES, 8 * TUTTI_SECRET_BYTES, strlen(hex));
+    return TUTTI_ERR_INVALID_ARGUMENT;
+  }
+  return TUTTI_SUCCESS;
+}
+
 tutti_result_t tutti_comm_init_env(tutti_comm_t *comm) {
   const char *op = "tutti_comm_init_env";
   if (!comm) {
@@ -207,11 +235,11 @@ tutti_result_t tutti_comm_init_env(tutti_comm_t *comm) {
   tutti_config_t cfg;
   char err[320];
   uint32_t ip;
+  uint8_t secret[TUTTI_SECRET_BYTES] = {0};
   tutti_result_t res = tutti__config_load(&cfg, err, sizeof err);
+  if (res == TUTTI_SUCCESS) res = env_secret(secret, err, sizeof err);
   if (res == TUTTI_SUCCESS) res = tutti__env_parse(lookup_env, NULL, &env, err, sizeof err);
   if (res == TUTTI_SUCCESS) res = tutti__sock_resolve(env.host, &ip, err, sizeof err);
-  /* Launched jobs share no secret yet; every rank uses the same all-zero one. */
-  uint8_t secret[TUTTI_SECRET_BYTES] = {0};
   if (res == TUTTI_SUCCESS && env.rank == 0) {
     int lfd;
     res = tutti__sock_listen(ip, htons(env.port), 1024, &lfd, NULL, err, sizeof err);
@@ -225,9 +253,12 @@ tutti_result_t tutti_comm_init_env(tutti_comm_t *comm) {
   }
   if (res != TUTTI_SUCCESS) {
     WARN("boot", -1, "%s: %s", op, err);
+    tutti__auth_cleanse(secret, sizeof secret);
     return res;
   }
-  return comm_create(comm, env.size, env.rank, ip, htons(env.port), secret, op);
+  res = comm_create(comm, env.size, env.rank, ip, htons(env.port), secret, op);
+  tutti__auth_cleanse(secret, sizeof secret);
+  return res;
 }
 
 tutti_result_t tutti_comm_destroy(tutti_comm_t comm) {

@@ -130,6 +130,7 @@ struct tutti_comm {
   int nranks;
   tutti_config_t cfg;
   uint64_t job_id;
+  uint8_t secret[32];  /* the job secret (TUTTI_SECRET_BYTES): authenticates data connections */
   tutti_peer_t *peers;
   int nlocal;          /* ranks on this host, this one included */
   int oversubscribed;  /* more local ranks than CPUs: yield instead of spinning */

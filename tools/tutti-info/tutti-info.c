@@ -27,6 +27,7 @@ static void print_config(void) {
   printf("\nEnvironment variables (current value, or the default):\n");
   for (int i = 0; i < n; i++) {
     const char *cur = getenv(v[i].name);
+    if (cur && *cur && !strcmp(v[i].name, "TUTTI_SECRET")) cur = "(set, not shown)";
     printf("  %-22s = %-10s %s\n", v[i].name, cur && *cur ? cur : v[i].def[0] ? v[i].def : "\"\"",
            v[i].doc);
   }

@@ -1,6 +1,6 @@
 /*
- * Starting ranks: free ports for the rendezvous, and fork + exec of one rank with the
- * environment tutti_comm_init_env() and torch.distributed's env:// init read.
+ * Starting ranks: free ports for the rendezvous, the job secret, and fork + exec of one rank
+ * with the environment tutti_comm_init_env() and torch.distributed's env:// init read.
  */
 #include "run.h"
 
@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -52,6 +53,25 @@ int launch_pick_ports(int *tutti_port, int *master_port) {
   return 0;
 }
 
+int launch_make_secret(char secret[65]) {
+  unsigned char key[32];
+  size_t got = 0;
+  while (got < sizeof(key)) {
+    ssize_t n = getrandom(key + got, sizeof(key) - got, 0);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0) {
+      fprintf(stderr, "tutti-run: cannot make a job secret: getrandom: %s\n", strerror(errno));
+      return -1;
+    }
+    got += (size_t)n;
+  }
+  for (size_t i = 0; i < sizeof(key); i++)
+    snprintf(secret + 2 * i, 3, "%02x", key[i]);
+  memset(key, 0, sizeof(key));
+  return 0;
+}
+
 /* Sets name to the decimal value v; returns 0 or -1 (errno set). */
 static int setenv_int(const char *name, int v) {
   char s[16];
@@ -65,6 +85,9 @@ static int set_rank_env(const struct launch_spec *spec, int rank) {
   snprintf(addr, sizeof(addr), "127.0.0.1:%d", spec->tutti_port);
   if (setenv_int("TUTTI_RANK", rank) || setenv_int("TUTTI_WORLD_SIZE", spec->nranks) ||
       setenv("TUTTI_ADDR", addr, 1))
+    return -1;
+  /* Every connection of the job proves this secret; a stranger on the ports cannot. */
+  if (setenv("TUTTI_SECRET", spec->secret, 1))
     return -1;
   /* torchrun's names, so `tutti-run -n 4 python train.py` works with init_method="env://". */
   if (setenv_int("RANK", rank) || setenv_int("LOCAL_RANK", rank) ||

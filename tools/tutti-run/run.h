@@ -2,7 +2,8 @@
  * tutti-run internals: the pieces main() in tutti-run.c puts together.
  *
  *   relay.c   copies one rank's stdout or stderr to ours, a whole line at a time, "[i] "-prefixed.
- *   launch.c  picks free ports and starts one rank (fork, environment, exec).
+ *   launch.c  picks free ports and the job secret, and starts one rank (fork, environment,
+ *             exec).
  */
 #ifndef TUTTI_RUN_H
 #define TUTTI_RUN_H
@@ -40,6 +41,7 @@ struct launch_spec {
   int nranks;
   int tutti_port;  /* TUTTI_ADDR=127.0.0.1:tutti_port */
   int master_port; /* MASTER_PORT for torch's store */
+  char secret[65]; /* TUTTI_SECRET: 64 hex digits, this job's alone */
   char **argv;     /* PROGRAM ARGS..., NULL-terminated */
   sigset_t child_mask;            /* the signal mask tutti-run was started with */
   struct sigaction child_sigpipe; /* the SIGPIPE disposition tutti-run was started with */
@@ -47,6 +49,10 @@ struct launch_spec {
 
 /* Picks two distinct free TCP ports on 127.0.0.1. Returns 0, or -1 after printing why. */
 int launch_pick_ports(int *tutti_port, int *master_port);
+
+/* Writes a fresh random 256-bit job secret into secret as 64 hex digits. Returns 0, or -1
+ * after printing why. */
+int launch_make_secret(char secret[65]);
 
 /* Starts rank `rank` of the job in its own process group, with stdout and stderr piped into
  * out->fd and err->fd, and waits until it has exec'd PROGRAM. Returns 0 with *pid set; 127 when

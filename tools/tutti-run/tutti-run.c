@@ -94,9 +94,10 @@ static void usage(FILE *f) {
           "usage: tutti-run -n N [--timeout SEC] [--] PROGRAM [ARGS...]\n"
           "Starts N local ranks of PROGRAM (looked up in PATH) with TUTTI_RANK, TUTTI_WORLD_SIZE,\n"
           "TUTTI_ADDR and torchrun's RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR,\n"
-          "MASTER_PORT set; prefixes each output line with \"[rank] \". If a rank fails, the\n"
-          "others are stopped and tutti-run exits with its status; --timeout SEC stops the\n"
-          "job after SEC seconds (exit 124).\n");
+          "MASTER_PORT set, and TUTTI_SECRET to a random secret of this job that every\n"
+          "connection between its ranks must prove; prefixes each output line with \"[rank] \".\n"
+          "If a rank fails, the others are stopped and tutti-run exits with its status;\n"
+          "--timeout SEC stops the job after SEC seconds (exit 124).\n");
 }
 
 /* Parses the command line into job and *prog; exits 2 on bad usage. */
@@ -420,7 +421,8 @@ int main(int argc, char **argv) {
   sigemptyset(&ign.sa_mask);
   sigaction(SIGPIPE, &ign, &spec.child_sigpipe);
 
-  if (launch_pick_ports(&spec.tutti_port, &spec.master_port) != 0)
+  if (launch_pick_ports(&spec.tutti_port, &spec.master_port) != 0 ||
+      launch_make_secret(spec.secret) != 0)
     return 1;
   job.ranks = calloc((size_t)job.nranks, sizeof(*job.ranks));
   if (!job.ranks) {
