@@ -25,8 +25,6 @@
  *
  * Expected values are computed here from every rank's inputs; nothing is taken from the library.
  */
-#include <signal.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,94 +32,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "check_report.h"
 #include "ref.h"
 #include "tutti.h"
 
-#define WATCHDOG_S 120
 #define MAX_RANKS 64
 #define RECV_BYTE 0x5A
-#define MAX_REPORTS 12
 
 static tutti_comm_t comm;
 static int rank, nranks;
-static long checks, failures;
-
-/* ---- Reporting and the watchdog (as in ops_check) ---------------------------------------- */
-
-static const char *section = "start";
-static long sec_checks0, sec_failures0, sec_reports;
-static char watch_msg[256];
-
-static void on_alarm(int sig) {
-  (void)sig;
-  ssize_t w = write(2, watch_msg, strlen(watch_msg));
-  (void)w;
-  _exit(1);
-}
-
-static void begin_section(const char *name) {
-  section = name;
-  sec_checks0 = checks;
-  sec_failures0 = failures;
-  sec_reports = 0;
-  snprintf(watch_msg, sizeof watch_msg,
-           "nb_check rank %d: FAIL: watchdog: section %s made no progress for %d s\n", rank, name,
-           WATCHDOG_S);
-  alarm(WATCHDOG_S);
-}
-
-static void end_section(void) {
-  long c = checks - sec_checks0, f = failures - sec_failures0;
-  if (f)
-    fprintf(stderr, "nb_check rank %d: section %-6s %4ld checks, %ld FAILED\n", rank, section, c,
-            f);
-  else if (rank == 0)
-    printf("nb_check: section %-6s %4ld checks passed\n", section, c);
-}
-
-static void pass(void) { checks++; }
-
-__attribute__((format(printf, 1, 2))) static void fail(const char *fmt, ...) {
-  checks++;
-  failures++;
-  if (sec_reports++ >= MAX_REPORTS) {
-    if (sec_reports == MAX_REPORTS + 1)
-      fprintf(stderr, "nb_check rank %d: [%s] further failures not printed\n", rank, section);
-    return;
-  }
-  va_list ap;
-  va_start(ap, fmt);
-  fprintf(stderr, "nb_check rank %d: FAIL [%s] ", rank, section);
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
-  va_end(ap);
-}
-
-static const char *last_error(void) {
-  const char *e = comm ? tutti_comm_last_error(comm) : NULL;
-  return e && *e ? e : "(no last error)";
-}
-
-/* A call that must succeed; see ops_check. Returns 1 on success. */
-static int call_ok(tutti_result_t rc, const char *desc) {
-  if (rc == TUTTI_SUCCESS) return 1;
-  fail("%s returned %s: %s", desc, tutti_result_string(rc), last_error());
-  if (rc != TUTTI_ERR_INVALID_ARGUMENT && rc != TUTTI_ERR_INTERNAL) {
-    fprintf(stderr, "nb_check rank %d: stopping: the communicator is not usable after %s\n",
-            rank, desc);
-    exit(1);
-  }
-  return 0;
-}
-
-static void *xmalloc(size_t bytes) {
-  void *p = malloc(bytes ? bytes : 1);
-  if (!p) {
-    fprintf(stderr, "nb_check rank %d: out of memory (%zu bytes)\n", rank, bytes);
-    exit(1);
-  }
-  return p;
-}
 
 /* Compares n int32 elements; one check. */
 static int check_i32(const char *what, const int32_t *got, const int32_t *exp, size_t n) {
@@ -1061,19 +980,6 @@ static const section_t sections[] = {{"many", section_many},   {"order", section
                                      {"nbv", section_nbv}};
 #define NUM_SECTIONS (sizeof sections / sizeof sections[0])
 
-static int want_section(const char *only, const char *name) {
-  if (!only) return 1;
-  size_t n = strlen(name);
-  for (const char *p = only; *p;) {
-    const char *e = strchr(p, ',');
-    size_t len = e ? (size_t)(e - p) : strlen(p);
-    if (len == n && strncmp(p, name, n) == 0) return 1;
-    if (!e) break;
-    p = e + 1;
-  }
-  return 0;
-}
-
 int main(int argc, char **argv) {
   const char *only = NULL;
   for (int i = 1; i < argc; i++) {
@@ -1084,22 +990,10 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
-  setvbuf(stdout, NULL, _IOLBF, 0);
-  signal(SIGALRM, on_alarm);
-  begin_section("init");
-  tutti_result_t rc = tutti_comm_init_env(&comm);
-  if (rc != TUTTI_SUCCESS) {
-    fprintf(stderr, "nb_check: tutti_comm_init_env returned %s\n", tutti_result_string(rc));
-    return 1;
-  }
-  tutti_comm_rank(comm, &rank);
-  tutti_comm_size(comm, &nranks);
-  if (nranks > MAX_RANKS) {
-    fprintf(stderr, "nb_check: at most %d ranks\n", MAX_RANKS);
-    return 2;
-  }
-  const char *transport = getenv("TUTTI_TRANSPORT");
-  if (!transport || !*transport) transport = "auto";
+  check_init("nb_check", 6, 4);
+  const char *transport;
+  int status = check_start(&comm, &rank, &nranks, MAX_RANKS, &transport);
+  if (status) return status;
 
   for (size_t s = 0; s < NUM_SECTIONS; s++) {
     if (!want_section(only, sections[s].name)) continue;
@@ -1108,19 +1002,5 @@ int main(int argc, char **argv) {
     end_section();
   }
 
-  begin_section("end");
-  int64_t mine = failures, total = 0;
-  if (!call_ok(tutti_allreduce(&mine, &total, 1, TUTTI_INT64, TUTTI_SUM, comm),
-               "final allreduce of failure counts"))
-    total = mine ? mine : 1;
-  if (failures == 0)
-    printf("nb_check: %ld checks passed (rank %d of %d, transport=%s)\n", checks, rank, nranks,
-           transport);
-  else
-    printf("nb_check: FAILED %ld of %ld checks (rank %d of %d, transport=%s)\n", failures, checks,
-           rank, nranks, transport);
-  tutti_barrier(comm);
-  tutti_comm_destroy(comm);
-  alarm(0);
-  return total == 0 ? 0 : 1;
+  return check_finish(transport, "");
 }

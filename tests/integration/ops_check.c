@@ -33,108 +33,25 @@
  * TUTTI_TEST_QUICK=1 in the environment is the same as --quick (no large counts).
  */
 #include <math.h>
-#include <signal.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "check_report.h"
 #include "ref.h"
 #include "tutti.h"
 
-#define WATCHDOG_S 120
 #define MAX_RANKS 64
 #define GUARD 128        /* canary bytes before and after every buffer              */
 #define GUARD_BYTE 0xA5  /* the guard canary                                        */
 #define RECV_BYTE 0x5A   /* what a receive area (and every gap) holds before a call  */
 #define PATTERN 0x3C     /* the buffers of the invalid-argument calls               */
-#define MAX_REPORTS 12   /* failure lines printed per rank and section              */
 
 static tutti_comm_t comm;
 static int rank, nranks;
-static long checks, failures;
 static int quick;
-
-/* ---- Reporting and the watchdog --------------------------------------------------------- */
-
-static const char *section = "start";
-static long sec_checks0, sec_failures0, sec_reports;
-static char watch_msg[256];
-
-static void on_alarm(int sig) {
-  (void)sig;
-  ssize_t w = write(2, watch_msg, strlen(watch_msg));
-  (void)w;
-  _exit(1);
-}
-
-static void begin_section(const char *name) {
-  section = name;
-  sec_checks0 = checks;
-  sec_failures0 = failures;
-  sec_reports = 0;
-  snprintf(watch_msg, sizeof watch_msg,
-           "ops_check rank %d: FAIL: watchdog: section %s made no progress for %d s\n", rank,
-           name, WATCHDOG_S);
-  alarm(WATCHDOG_S);
-}
-
-static void end_section(void) {
-  long c = checks - sec_checks0, f = failures - sec_failures0;
-  if (f)
-    fprintf(stderr, "ops_check rank %d: section %-15s %5ld checks, %ld FAILED\n", rank, section,
-            c, f);
-  else if (rank == 0)
-    printf("ops_check: section %-15s %5ld checks passed\n", section, c);
-}
-
-static void pass(void) { checks++; }
-
-__attribute__((format(printf, 1, 2))) static void fail(const char *fmt, ...) {
-  checks++;
-  failures++;
-  if (sec_reports++ >= MAX_REPORTS) {
-    if (sec_reports == MAX_REPORTS + 1)
-      fprintf(stderr, "ops_check rank %d: [%s] further failures not printed\n", rank, section);
-    return;
-  }
-  va_list ap;
-  va_start(ap, fmt);
-  fprintf(stderr, "ops_check rank %d: FAIL [%s] ", rank, section);
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
-  va_end(ap);
-}
-
-static const char *last_error(void) {
-  const char *e = comm ? tutti_comm_last_error(comm) : NULL;
-  return e && *e ? e : "(no last error)";
-}
-
-/* A call that must succeed. On failure it is a failed check; unless the failure is one a rank
- * decides alone before communicating (invalid argument, "no algorithm implements"), the
- * communicator can no longer be trusted and the program stops. Returns 1 on success. */
-static int call_ok(tutti_result_t rc, const char *desc) {
-  if (rc == TUTTI_SUCCESS) return 1;
-  fail("%s returned %s: %s", desc, tutti_result_string(rc), last_error());
-  if (rc != TUTTI_ERR_INVALID_ARGUMENT && rc != TUTTI_ERR_INTERNAL) {
-    fprintf(stderr, "ops_check rank %d: stopping: the communicator is not usable after %s\n",
-            rank, desc);
-    exit(1);
-  }
-  return 0;
-}
-
-static void *xmalloc(size_t bytes) {
-  void *p = malloc(bytes ? bytes : 1);
-  if (!p) {
-    fprintf(stderr, "ops_check rank %d: out of memory (%zu bytes)\n", rank, bytes);
-    exit(1);
-  }
-  return p;
-}
 
 /* ---- Dtypes ------------------------------------------------------------------------------ */
 
@@ -1525,19 +1442,6 @@ static const section_t sections[] = {
     {"invalid", section_invalid}};
 #define NUM_SECTIONS (sizeof sections / sizeof sections[0])
 
-static int want_section(const char *only, const char *name) {
-  if (!only) return 1;
-  size_t n = strlen(name);
-  for (const char *p = only; *p;) {
-    const char *e = strchr(p, ',');
-    size_t len = e ? (size_t)(e - p) : strlen(p);
-    if (len == n && strncmp(p, name, n) == 0) return 1;
-    if (!e) break;
-    p = e + 1;
-  }
-  return 0;
-}
-
 int main(int argc, char **argv) {
   const char *only = NULL;
   const char *q = getenv("TUTTI_TEST_QUICK");
@@ -1552,22 +1456,10 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
-  setvbuf(stdout, NULL, _IOLBF, 0);
-  signal(SIGALRM, on_alarm);
-  begin_section("init");
-  tutti_result_t rc = tutti_comm_init_env(&comm);
-  if (rc != TUTTI_SUCCESS) {
-    fprintf(stderr, "ops_check: tutti_comm_init_env returned %s\n", tutti_result_string(rc));
-    return 1;
-  }
-  tutti_comm_rank(comm, &rank);
-  tutti_comm_size(comm, &nranks);
-  if (nranks > MAX_RANKS) {
-    fprintf(stderr, "ops_check: at most %d ranks\n", MAX_RANKS);
-    return 2;
-  }
-  const char *transport = getenv("TUTTI_TRANSPORT");
-  if (!transport || !*transport) transport = "auto";
+  check_init("ops_check", 15, 5);
+  const char *transport;
+  int status = check_start(&comm, &rank, &nranks, MAX_RANKS, &transport);
+  if (status) return status;
 
   for (size_t s = 0; s < NUM_SECTIONS; s++) {
     if (!want_section(only, sections[s].name)) continue;
@@ -1576,19 +1468,5 @@ int main(int argc, char **argv) {
     end_section();
   }
 
-  begin_section("end");
-  int64_t mine = failures, total = 0;
-  if (call_ok(tutti_allreduce(&mine, &total, 1, TUTTI_INT64, TUTTI_SUM, comm),
-              "final allreduce of failure counts") == 0)
-    total = mine ? mine : 1;
-  if (failures == 0)
-    printf("ops_check: %ld checks passed (rank %d of %d, transport=%s%s)\n", checks, rank,
-           nranks, transport, quick ? ", quick" : "");
-  else
-    printf("ops_check: FAILED %ld of %ld checks (rank %d of %d, transport=%s)\n", failures,
-           checks, rank, nranks, transport);
-  tutti_barrier(comm);
-  tutti_comm_destroy(comm);
-  alarm(0);
-  return total == 0 ? 0 : 1;
+  return check_finish(transport, quick ? ", quick" : "");
 }
