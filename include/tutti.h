@@ -297,6 +297,19 @@ TUTTI_API tutti_result_t tutti_comm_split(tutti_comm_t comm, int color, int key,
 /* Collective over comm: a new communicator with the same ranks. */
 TUTTI_API tutti_result_t tutti_comm_dup(tutti_comm_t comm, tutti_comm_t *newcomm);
 
+/* Called by every surviving rank after a failure (ncclCommShrink, MPIX_Comm_shrink): the ranks
+ * that are alive and call it agree on who they are and get a new communicator of just them,
+ * ordered by their rank in comm. Works on a failed communicator (that is its purpose) and on
+ * a healthy one. A rank that died, or that does not call it within half of comm's timeout, is
+ * left out. comm stays as it was (failed or not) and must still be destroyed. A rank that
+ * cannot join (e.g. it was left out) gets TUTTI_ERR_TIMEOUT or TUTTI_ERR_REMOTE. */
+TUTTI_API tutti_result_t tutti_comm_shrink(tutti_comm_t comm, tutti_comm_t *newcomm);
+
+/* The deadline, in seconds, of every wait of comm's calls started after this one (and of
+ * tutti_comm_shrink); TUTTI_TIMEOUT sets the initial value. Not while requests of comm are in
+ * flight. TUTTI_ERR_INVALID_ARGUMENT unless seconds > 0. */
+TUTTI_API tutti_result_t tutti_comm_set_timeout(tutti_comm_t comm, double seconds);
+
 /* ---- User operations ------------------------------------------------------------------- */
 /* ncclRedOpCreatePreMulSum: an operation that multiplies every input element by *scalar (of
  * type dtype) and sums. It is valid on comm only, with that dtype (floats, or integers with

@@ -161,6 +161,8 @@ tutti_result_t tutti__task_run(struct tutti_comm *comm, tutti_task_t *t) {
     res = TUTTI_SUCCESS;
     if ((int)a.op >= TUTTI_NUM_OPS)
       res = tutti__userop_prepare(comm, &a, send_elems(comm, &a), &scaled);
+    comm->call_seq = comm->seq;
+    comm->call_start_ns = tutti__now_ns();
     if (res == TUTTI_SUCCESS) res = run_algorithm(comm, &a);
     free(scaled);
   }
@@ -168,6 +170,7 @@ tutti_result_t tutti__task_run(struct tutti_comm *comm, tutti_task_t *t) {
     tutti__comm_fail(comm, res);
     tutti__drop_ops(comm);
   }
+  comm->call_seq = 0;
   return res;
 }
 

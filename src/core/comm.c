@@ -10,7 +10,9 @@
 #include "algo/algo.h"
 #include "bootstrap/bootstrap.h"
 #include "core/auth.h"
+#include "core/comm_create.h"
 #include "core/engine.h"
+#include "core/forensics.h"
 #include "core/sock.h"
 #include "transport/transport.h"
 
@@ -121,6 +123,9 @@ static tutti_result_t comm_build(struct tutti_comm *comm, uint32_t root_ip, uint
   free(table);
   TRY_GOTO(place_peers(comm), res, out);
   TRY_GOTO(connect_transports(comm, dfd), res, out);
+  /* Kept for tutti_comm_shrink: the survivors find each other through these listeners. */
+  comm->listen_fd = dfd;
+  dfd = -1;
   INFO("boot", comm->rank, "joined: %d ranks, %d on this host, transport %s", comm->nranks,
        comm->nlocal, comm->tcp && comm->shm ? "shm+tcp" : comm->tcp ? "tcp" : comm->shm ? "shm"
                                                                                        : "self");
@@ -136,6 +141,7 @@ out:
 static void comm_free(struct tutti_comm *comm) {
   if (!comm) return;
   tutti__engine_destroy(comm);
+  if (comm->listen_fd >= 0) close(comm->listen_fd);
   free(comm->userops);
   if (comm->shm) comm->shm->ops->destroy(comm->shm);
   if (comm->tcp) comm->tcp->ops->destroy(comm->tcp);
@@ -146,12 +152,14 @@ static void comm_free(struct tutti_comm *comm) {
   free(comm);
 }
 
-static tutti_result_t comm_create(tutti_comm_t *out, int nranks, int rank, uint32_t ip,
-                                  uint16_t port, const uint8_t *secret, const char *op) {
+tutti_result_t tutti__comm_create(tutti_comm_t *out, int nranks, int rank, uint32_t ip,
+                                  uint16_t port, const uint8_t *secret, const char *op,
+                                  const tutti_config_t *inherit) {
   char err[256];
-  tutti_result_t res;
+  tutti_result_t res = TUTTI_SUCCESS;
   struct tutti_comm *comm = calloc(1, sizeof *comm);
   if (!comm) return TUTTI_ERR_SYSTEM;
+  comm->listen_fd = -1;
   comm->rank = rank;
   comm->nranks = nranks;
   comm->op_name = op;
@@ -161,7 +169,10 @@ static tutti_result_t comm_create(tutti_comm_t *out, int nranks, int rank, uint3
     res = tutti__error(comm, TUTTI_ERR_SYSTEM, "out of memory for %d ranks", nranks);
     goto fail;
   }
-  res = tutti__config_load(&comm->cfg, err, sizeof err);
+  if (inherit)
+    comm->cfg = *inherit;
+  else
+    res = tutti__config_load(&comm->cfg, err, sizeof err);
   if (res == TUTTI_SUCCESS && !tutti__algo_find(comm->cfg.algo)) {
     snprintf(err, sizeof err, "TUTTI_ALGO=%s is not an algorithm (see tutti-info)",
              comm->cfg.algo);
@@ -172,6 +183,7 @@ static tutti_result_t comm_create(tutti_comm_t *out, int nranks, int rank, uint3
     goto fail;
   }
   TRY_GOTO(comm_build(comm, ip, port, secret), res, fail);
+  tutti__forensics_attach(comm);
   comm->op_name = NULL;
   *out = comm;
   return TUTTI_SUCCESS;
@@ -194,7 +206,7 @@ tutti_result_t tutti_comm_init_rank(tutti_comm_t *comm, int nranks, const tutti_
     WARN("boot", rank, "%s: the id was not made by tutti_get_unique_id", op);
     return TUTTI_ERR_INVALID_ARGUMENT;
   }
-  return comm_create(comm, nranks, rank, f.ip, f.port, f.secret, op);
+  return tutti__comm_create(comm, nranks, rank, f.ip, f.port, f.secret, op, NULL);
 }
 
 static const char *lookup_env(const char *name, void *ctx) {
@@ -256,7 +268,7 @@ tutti_result_t tutti_comm_init_env(tutti_comm_t *comm) {
     tutti__auth_cleanse(secret, sizeof secret);
     return res;
   }
-  res = comm_create(comm, env.size, env.rank, ip, htons(env.port), secret, op);
+  res = tutti__comm_create(comm, env.size, env.rank, ip, htons(env.port), secret, op, NULL);
   tutti__auth_cleanse(secret, sizeof secret);
   return res;
 }
@@ -281,6 +293,17 @@ tutti_result_t tutti_comm_abort(tutti_comm_t comm) {
     comm->tcp->ops->fail(comm->tcp, why);
     comm->tcp->ops->wake(comm->tcp);
   }
+  return TUTTI_SUCCESS;
+}
+
+tutti_result_t tutti_comm_set_timeout(tutti_comm_t comm, double seconds) {
+  if (!comm) return TUTTI_ERR_INVALID_ARGUMENT;
+  if (!(seconds > 0) || seconds > 1e9) {
+    comm->op_name = "tutti_comm_set_timeout";
+    return tutti__error(comm, TUTTI_ERR_INVALID_ARGUMENT, "timeout %g is not a positive number "
+                        "of seconds", seconds);
+  }
+  comm->cfg.timeout_s = seconds;
   return TUTTI_SUCCESS;
 }
 

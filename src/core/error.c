@@ -35,9 +35,12 @@ tutti_result_t tutti__error(struct tutti_comm *comm, tutti_result_t res, const c
   WARN("coll", comm->rank, "%s: %s (%s)", op, reason, tutti_result_string(res));
   /* The first failure is the cause; later ones are usually its echoes. An invalid argument
    * does not break the communicator, so a later real failure may replace its text. */
-  if (comm->last_error[0] == '\0' || comm->failed == TUTTI_SUCCESS)
-    snprintf(comm->last_error, sizeof comm->last_error, "%s (rank %d of %d): %s", op,
+  if (comm->last_error[0] == '\0' || comm->failed == TUTTI_SUCCESS) {
+    char call[48] = "";
+    if (comm->call_seq) snprintf(call, sizeof call, " call #%u", comm->call_seq);
+    snprintf(comm->last_error, sizeof comm->last_error, "%s%s (rank %d of %d): %s", op, call,
              comm->rank, comm->nranks, reason);
+  }
   return res;
 }
 

@@ -67,6 +67,7 @@ typedef struct tutti_config {
   size_t chunk_bytes;     /* TUTTI_CHUNK_SIZE: pipelining unit of the ring and chain */
   size_t shm_queue_bytes; /* TUTTI_SHM_QUEUE_SIZE: bytes per directed shm queue */
   double spin_us;         /* TUTTI_SPIN_US: busy-wait before sleeping */
+  int report_signal;      /* TUTTI_REPORT_SIGNAL: SIGUSR1 logs the wait report */
 } tutti_config_t;
 
 typedef struct tutti_config_var {
@@ -121,6 +122,9 @@ typedef struct tutti_peer {
   int kind;        /* TUTTI_TRANSPORT_SHM or _TCP for peers, 0 for this rank */
   struct tutti_transport *tp;
   uint32_t p2p_sent, p2p_rcvd; /* point-to-point messages to / from this peer so far */
+  /* The latest collective call whose message from this peer arrived (so it posted that call)
+   * and whose message to it was taken: what a hang report says about each peer. */
+  uint32_t seen_seq, sent_seq;
   struct tutti_xfer *sendq_head, *sendq_tail; /* posted, unfinished sends to this peer */
   struct tutti_xfer *recvq_head, *recvq_tail; /* posted, unfinished receives from it */
 } tutti_peer_t;
@@ -137,6 +141,10 @@ struct tutti_comm {
   struct tutti_transport *shm;
   struct tutti_transport *tcp;
   uint32_t seq;        /* collectives started on this communicator */
+  uint32_t call_seq;   /* the collective running now (its seq), or 0 between calls */
+  int64_t call_start_ns;
+  unsigned report_seen; /* SIGUSR1 reports already written (forensics.c) */
+  int listen_fd;       /* the data listener, kept open for tutti_comm_shrink */
   tutti_fingerprint_t fp; /* the call whose messages are being posted */
   const char *op_name; /* the API call in progress, for messages */
   atomic_int aborted;  /* set by tutti_comm_abort, possibly from another thread */
@@ -145,6 +153,7 @@ struct tutti_comm {
   struct tutti_userop *userops; /* premul-sum operations created on this communicator */
   int nuserops;
   tutti_result_t failed; /* first fatal error; the communicator refuses work after it */
+  int culprit;         /* 1 + the rank whose failure this one follows from, or 0 if unknown */
   char last_error[512];
   struct tutti_want *wants; /* nranks entries, used by the wait loop */
   void *scratch;       /* reused working memory of the algorithms */

@@ -160,19 +160,33 @@ tutti_result_t tutti__sock_recv_all(int fd, void *buf, size_t len, int64_t deadl
   return TUTTI_SUCCESS;
 }
 
-tutti_result_t tutti__sock_ifaddr(const char *ifname, uint32_t *ip, char *err, size_t errlen) {
+tutti_result_t tutti__sock_ifaddr(const char *spec, uint32_t *ip, char *err, size_t errlen) {
   struct ifaddrs *ifs;
   if (getifaddrs(&ifs) != 0) return sys_err(err, errlen, "getifaddrs");
-  int found = 0;
+  /* An exclusion list ("^docker") would select loopback first on most machines; like NCCL,
+   * prefer any other match and fall back to loopback only when it is the one match. */
+  int found = 0, found_lo = 0;
+  uint32_t lo_ip = 0;
   for (struct ifaddrs *i = ifs; i && !found; i = i->ifa_next) {
-    if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET || strcmp(i->ifa_name, ifname))
+    if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET || !tutti__ifname_match(spec, i->ifa_name))
       continue;
-    *ip = ((struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr.s_addr;
+    uint32_t a = ((struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr.s_addr;
+    if (spec[0] == '^' && (ntohl(a) >> 24) == 127) {
+      if (!found_lo) lo_ip = a;
+      found_lo = 1;
+      continue;
+    }
+    *ip = a;
     found = 1;
   }
   freeifaddrs(ifs);
+  if (!found && found_lo) {
+    *ip = lo_ip;
+    found = 1;
+  }
   if (!found) {
-    snprintf(err, errlen, "no IPv4 address on interface %s (TUTTI_SOCKET_IFNAME)", ifname);
+    snprintf(err, errlen, "no interface with an IPv4 address matches TUTTI_SOCKET_IFNAME=%s "
+             "(syntax: eth, =eth0, ^docker)", spec);
     return TUTTI_ERR_INVALID_ARGUMENT;
   }
   return TUTTI_SUCCESS;

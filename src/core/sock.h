@@ -24,8 +24,13 @@ tutti_result_t tutti__sock_send_all(int fd, const void *buf, size_t len, int64_t
 /* TUTTI_ERR_REMOTE if the peer closes before len bytes. */
 tutti_result_t tutti__sock_recv_all(int fd, void *buf, size_t len, int64_t deadline,
                                     char *err, size_t errlen);
-/* The IPv4 address of interface ifname (network order). */
-tutti_result_t tutti__sock_ifaddr(const char *ifname, uint32_t *ip, char *err, size_t errlen);
+/* The IPv4 address (network order) of the first interface that spec selects, in NCCL's
+ * NCCL_SOCKET_IFNAME syntax: "eth" (any interface whose name starts so), "=eth0" (exactly),
+ * "^docker,lo" (any but those prefixes), "^=docker0" (any but exactly those); lists are
+ * comma-separated. Loopback is skipped by an exclusion list unless nothing else matches. */
+tutti_result_t tutti__sock_ifaddr(const char *spec, uint32_t *ip, char *err, size_t errlen);
+/* 1 when interface name is selected by spec (syntax above), else 0. */
+int tutti__ifname_match(const char *spec, const char *name);
 /* Resolves a host name or dotted quad to an IPv4 address (network order). */
 tutti_result_t tutti__sock_resolve(const char *host, uint32_t *ip, char *err, size_t errlen);
 void tutti__sock_nodelay_nonblock(int fd);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "algo/algo.h"
+#include "core/forensics.h"
 #include "kernels/kernels.h"
 #include "transport/transport.h"
 
@@ -63,6 +64,7 @@ static tutti_result_t progress_sends(struct tutti_comm *comm, int peer, int *mov
     if (moved) *moved_any = 1;
     if (op->done < HDR_BYTES + op->len) break;
     op->complete = 1;
+    if (!(op->hdr.seq & 0x80000000u)) p->sent_seq = op->hdr.seq;
     dequeue(&p->sendq_head, &p->sendq_tail);
   }
   return TUTTI_SUCCESS;
@@ -113,10 +115,23 @@ static tutti_result_t check_header(struct tutti_comm *comm, const tutti_xfer_t *
   if (got->magic == TUTTI_ABORT_MAGIC) {
     tutti_result_t code = got->seq == TUTTI_ERR_INVALID_USAGE ? TUTTI_ERR_INVALID_USAGE
                                                                : TUTTI_ERR_REMOTE;
-    return tutti__error(comm, code, "%s gave up on call #%u: %s", who, op->hdr.seq,
-                        code == TUTTI_ERR_INVALID_USAGE
-                            ? "the ranks disagree on the call (see that rank's error)"
-                            : "it failed");
+    if (code == TUTTI_ERR_INVALID_USAGE)
+      return tutti__error(comm, code, "%s gave up on call #%u: the ranks disagree on the call "
+                          "(see that rank's error)", who, op->hdr.seq);
+    /* The frame names the rank whose failure the sender's follows from (bounds-checked: it
+     * comes off the wire); that is the one the user needs, not the messenger. */
+    uint64_t c = got->fp.count;
+    char cause[160] = "it failed";
+    if (c >= 1 && c <= (uint64_t)comm->nranks && (int)c - 1 != op->peer) {
+      char culprit[128];
+      if (!comm->culprit) comm->culprit = (int)c;
+      snprintf(cause, sizeof cause, "%s failed (died, disconnected or timed out)",
+               tutti__peer_desc(comm, (int)c - 1, culprit, sizeof culprit));
+    } else if (!comm->culprit) {
+      comm->culprit = op->peer + 1;
+    }
+    return tutti__error(comm, code, "%s gave up on call #%u because %s", who, op->hdr.seq,
+                        cause);
   }
   if (got->magic != TUTTI_MSG_MAGIC)
     return tutti__error(comm, TUTTI_ERR_REMOTE, "received a corrupt message header from %s",
@@ -144,6 +159,7 @@ static tutti_result_t progress_recvs(struct tutti_comm *comm, int peer, int *mov
       if (moved) *moved_any = 1;
       if (op->done < HDR_BYTES) break;
       TRY(check_header(comm, op, &op->got));
+      if (!(op->hdr.seq & 0x80000000u)) p->seen_seq = op->hdr.seq;
       moved = 0;
     }
     size_t rcvd = op->done - HDR_BYTES;
@@ -206,25 +222,20 @@ void tutti__drop_ops(struct tutti_comm *comm) {
   }
 }
 
-/* Names what this rank still waits for, so that a timeout points at the culprit. */
+/* Names what this rank waits for, so that a timeout points at the culprit; the full report
+ * goes to the log. */
 static tutti_result_t timeout_error(struct tutti_comm *comm) {
-  char what[320] = "", who[128];
-  size_t used = 0;
-  int listed = 0;
-  for (int i = 0; i < comm->nranks && listed < 4; i++) {
-    tutti_peer_t *p = &comm->peers[i];
-    const tutti_xfer_t *op = p->recvq_head ? p->recvq_head : p->sendq_head;
-    if (!op) continue;
-    size_t left = HDR_BYTES + op->len - op->done;
-    int w = snprintf(what + used, sizeof what - used, "%s%s to %s %zu more bytes",
-                     listed ? "; " : "", tutti__peer_desc(comm, i, who, sizeof who),
-                     op->kind == TUTTI_OP_RECV ? "send" : "accept", left);
-    if (w < 0 || (size_t)w >= sizeof what - used) break;
-    used += (size_t)w;
-    listed++;
-  }
-  return tutti__error(comm, TUTTI_ERR_TIMEOUT, "timed out after %.1f s waiting for %s",
-                      comm->cfg.timeout_s, listed ? what : "peers");
+  char what[400] = "peers";
+  int waiting = 0;
+  for (int i = 0; i < comm->nranks; i++)
+    if (i != comm->rank && tutti__forensics_peer(comm, i, what, sizeof what)) {
+      waiting = 1;
+      if (!comm->culprit) comm->culprit = i + 1;
+      break;
+    }
+  tutti__forensics_log(comm, "timeout", 0);
+  return tutti__error(comm, TUTTI_ERR_TIMEOUT, "timed out after %.1f s: %s",
+                      comm->cfg.timeout_s, waiting ? what : "no peer is pending");
 }
 
 /* Collects, for one transport, which peers this rank waits on. */
@@ -306,6 +317,7 @@ tutti_result_t tutti__wait_slice(struct tutti_comm *comm, tutti_xfer_t *op, int6
       res = timeout_error(comm);
       goto out;
     }
+    tutti__forensics_poll(comm);
     /* New work for the progress thread ends a slice early, so it can post it. */
     if (now >= return_at || atomic_load_explicit(&comm->work_pending, memory_order_relaxed))
       if (return_at != INT64_MAX) return TUTTI_IN_PROGRESS;

@@ -98,6 +98,7 @@ static tutti_result_t check_failed(shm_transport_t *s) {
   if (f == 0 || f - 1 == comm->rank) return TUTTI_SUCCESS;
   char who[128], why[256];
   int li = comm->peers[f - 1].local_index;
+  if (!comm->culprit) comm->culprit = f;
   memcpy(why, s->slots[li].reason, sizeof why);
   why[sizeof why - 1] = '\0';
   /* A disagreement on the call is the caller's bug on every rank, not a peer failure. */
@@ -191,6 +192,7 @@ static tutti_result_t check_alive(shm_transport_t *s, const tutti_want_t *wants,
     }
     if (dead) {
       char who[128];
+      if (!comm->culprit) comm->culprit = wants[i].peer + 1;
       return tutti__error(comm, TUTTI_ERR_REMOTE, "%s died during the collective",
                           tutti__peer_desc(comm, wants[i].peer, who, sizeof who));
     }

@@ -56,6 +56,7 @@ typedef struct tcp_transport {
 static tutti_result_t peer_error(tcp_transport_t *t, int peer, const char *what, int e) {
   char who[128];
   struct tutti_comm *comm = t->base.comm;
+  if (!comm->culprit) comm->culprit = peer + 1;
   return tutti__error(comm, TUTTI_ERR_REMOTE, "%s %s%s%s", what,
                       tutti__peer_desc(comm, peer, who, sizeof who), e ? ": " : "",
                       e ? strerror(e) : "");
@@ -120,20 +121,23 @@ static void tcp_wake(tutti_transport_t *tp) {
   }
 }
 
-/* Shutting the sockets down makes every peer's next poll report the failure at once. When
- * the owner found the ranks disagreeing on a call, it first tells each peer so in an abort
- * frame, where the stream is between frames; it is best effort, EOF follows anyway. An abort
- * from another thread only shuts down: it must not write into a stream the owner writes. */
+/* Shutting the sockets down makes every peer's next poll report the failure at once. The
+ * owner first tells each peer why in an abort frame, where the stream is between frames: the
+ * result code, and which rank's failure this one follows from, so a rank that only hears from
+ * a survivor still learns which rank died. It is best effort; EOF follows anyway. An abort
+ * from another thread only shuts down: it must not write into a stream the owner writes (and
+ * it has not set comm->failed). */
 static void tcp_fail(tutti_transport_t *tp, const char *reason) {
-  (void)reason; /* the reason stays in this rank's own error; the frame carries the code */
+  (void)reason; /* the text stays in this rank's own error; the frame carries code and culprit */
   tcp_transport_t *t = (tcp_transport_t *)tp;
   struct tutti_comm *comm = t->base.comm;
   for (int i = 0; i < comm->nranks; i++) {
     if (t->fd[i] < 0) continue;
     const tutti_xfer_t *head = comm->peers[i].sendq_head;
-    if (comm->failed == TUTTI_ERR_INVALID_USAGE && (!head || head->done == 0)) {
+    if (comm->failed != TUTTI_SUCCESS && (!head || head->done == 0)) {
       tutti_msg_hdr_t h = {.magic = TUTTI_ABORT_MAGIC, .seq = (uint32_t)comm->failed};
       h.fp.root = comm->rank;
+      h.fp.count = (uint64_t)comm->culprit;
       if (send(t->fd[i], &h, sizeof h, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) { /* best effort */
       }
     }

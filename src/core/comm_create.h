@@ -1,0 +1,15 @@
+/* Making a communicator once the rendezvous address is known (comm.c), for the calls that
+ * build new communicators from old ones (shrink.c). */
+#ifndef TUTTI_COMM_CREATE_H
+#define TUTTI_COMM_CREATE_H
+
+#include "core/internal.h"
+
+/* Joins the rendezvous at ip:port (network order) as rank of nranks, proving secret, and
+ * connects the transports. op names the API call in messages. The configuration is inherit's
+ * when given (a communicator made from another keeps its settings), else the environment's. */
+tutti_result_t tutti__comm_create(tutti_comm_t *out, int nranks, int rank, uint32_t ip,
+                                  uint16_t port, const uint8_t *secret, const char *op,
+                                  const tutti_config_t *inherit);
+
+#endif

@@ -1,0 +1,351 @@
+/*
+ * tutti_comm_shrink: the survivors of a failed communicator agree on who is alive and build a
+ * new communicator of just them. The old transports may be broken, so the agreement runs over
+ * the data listeners every rank keeps open for this (comm->listen_fd):
+ *
+ *  - A dead process's listener refuses connections. Each rank connects to the ranks below it
+ *    in order; the first that accepts is the leader (the lowest live rank). A rank that finds
+ *    none below it alive leads.
+ *  - The leader accepts members (each proves the job secret, HMAC as in auth.h), and counts a
+ *    rank out when its listener refuses a probe; a rank that neither joins nor dies within
+ *    half the timeout (stopped, or not calling shrink) is left out.
+ *  - The leader starts a fresh rendezvous and answers each member with its new rank and the
+ *    rendezvous address, signed; everyone then joins as for tutti_comm_init_rank.
+ *
+ * Members, while they wait, accept and close whatever reaches their own listener, so the
+ * leader's probes never fill a backlog.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "bootstrap/bootstrap.h"
+#include "core/auth.h"
+#include "core/comm_create.h"
+#include "core/sock.h"
+
+#define SHRINK_CHALLENGE 0x53485231u /* "SHR1" */
+#define SHRINK_HELLO 0x53485232u
+#define SHRINK_ANSWER 0x53485233u
+#define PROBE_MS 100
+#define HELLO_NS (2 * 1000000000LL)
+
+static const char op_name[] = "tutti_comm_shrink";
+
+typedef struct {
+  uint32_t magic;
+  uint32_t pad;
+  uint8_t na[TUTTI_AUTH_NONCE_BYTES];
+} shrink_challenge_t;
+
+typedef struct {
+  uint32_t magic;
+  int32_t rank; /* in the old communicator */
+  uint64_t job_id;
+} shrink_ident_t;
+
+typedef struct {
+  shrink_ident_t id;
+  uint8_t nc[TUTTI_AUTH_NONCE_BYTES];
+  uint8_t proof[TUTTI_AUTH_PROOF_BYTES];
+} shrink_hello_t;
+
+typedef struct {
+  uint32_t magic;
+  int32_t rank;    /* the member it is for, in the old communicator */
+  uint64_t job_id; /* of the old communicator */
+  int32_t newrank;
+  int32_t newsize;
+  uint32_t ip;     /* the new rendezvous, network order */
+  uint16_t port;
+  uint16_t pad;
+} shrink_answer_t;
+
+typedef struct {
+  shrink_answer_t a;
+  uint8_t proof[TUTTI_AUTH_PROOF_BYTES];
+} shrink_reply_t;
+
+/* Outcome of one connection attempt to a listener. */
+enum { PROBE_DEAD, PROBE_ALIVE, PROBE_SILENT };
+
+/* Connects to rank r's listener within ms: PROBE_ALIVE with *fd (blocking), PROBE_DEAD when
+ * refused (nobody listens: the process is gone), PROBE_SILENT when there is no answer yet. */
+static int probe(const struct tutti_comm *comm, int r, int ms, int *fd) {
+  const tutti_peer_t *p = &comm->peers[r];
+  int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (s < 0) return PROBE_SILENT;
+  struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = p->port, .sin_addr.s_addr = p->ip};
+  int e = connect(s, (struct sockaddr *)&sa, sizeof sa) == 0 ? 0 : errno;
+  if (e == EINPROGRESS) {
+    struct pollfd pf = {.fd = s, .events = POLLOUT};
+    if (poll(&pf, 1, ms) <= 0) {
+      close(s);
+      return PROBE_SILENT;
+    }
+    socklen_t el = sizeof e;
+    getsockopt(s, SOL_SOCKET, SO_ERROR, &e, &el);
+  }
+  if (e != 0) {
+    close(s);
+    return e == ECONNREFUSED || e == EHOSTUNREACH || e == ENETUNREACH ? PROBE_DEAD
+                                                                      : PROBE_SILENT;
+  }
+  fcntl(s, F_SETFL, fcntl(s, F_GETFL) & ~O_NONBLOCK);
+  *fd = s;
+  return PROBE_ALIVE;
+}
+
+/* Accepts and closes everything pending on this rank's listener (probes, strays). */
+static void drain(int lfd) {
+  for (;;) {
+    int s = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (s < 0) return;
+    close(s);
+  }
+}
+
+/* Waits until fd has bytes (or EOF), draining lfd meanwhile; TUTTI_ERR_TIMEOUT at deadline. */
+static tutti_result_t wait_readable(int fd, int lfd, int64_t deadline) {
+  for (;;) {
+    struct pollfd pf[2] = {{.fd = fd, .events = POLLIN}, {.fd = lfd, .events = POLLIN}};
+    int64_t ms = (deadline - tutti__now_ns()) / 1000000;
+    if (ms <= 0) return TUTTI_ERR_TIMEOUT;
+    int rc = poll(pf, 2, ms > 100 ? 100 : (int)ms);
+    if (rc < 0 && errno != EINTR) return TUTTI_ERR_SYSTEM;
+    if (rc > 0 && (pf[1].revents & POLLIN)) drain(lfd);
+    if (rc > 0 && pf[0].revents) return TUTTI_SUCCESS;
+  }
+}
+
+static int fd_flags_nonblock(int fd) {
+  int fl = fcntl(fd, F_GETFL);
+  return fl >= 0 && fcntl(fd, F_SETFL, fl | O_NONBLOCK) == 0;
+}
+
+/* ---- Leader -------------------------------------------------------------------------- */
+
+/* Runs the acceptor's half of the handshake on fd; the old rank of a member that proved the
+ * secret and is still expected, else -1 (logged; the caller closes fd). */
+static int admit(struct tutti_comm *comm, int fd, const int *state, uint8_t na[],
+                 uint8_t nc[]) {
+  char err[256], who[64];
+  int64_t dl = tutti__now_ns() + HELLO_NS;
+  shrink_challenge_t ch = {SHRINK_CHALLENGE, 0, {0}};
+  shrink_hello_t h;
+  const char *why;
+  if (tutti__auth_make_nonce(ch.na) != TUTTI_SUCCESS) {
+    why = "no nonce could be made";
+    goto reject;
+  }
+  if (tutti__sock_send_all(fd, &ch, sizeof ch, dl, err, sizeof err) != TUTTI_SUCCESS ||
+      tutti__sock_recv_all(fd, &h, sizeof h, dl, err, sizeof err) != TUTTI_SUCCESS) {
+    why = "no complete hello";
+    goto reject;
+  }
+  struct iovec part = {&h.id, sizeof h.id};
+  if (h.id.magic != SHRINK_HELLO ||
+      !tutti__auth_verify(comm->secret, TUTTI_AUTH_CONNECTOR, ch.na, h.nc, &part, 1, h.proof)) {
+    why = "it did not prove it knows the job secret";
+    goto reject;
+  }
+  if (h.id.job_id != comm->job_id || h.id.rank <= comm->rank || h.id.rank >= comm->nranks ||
+      state[h.id.rank] != 0) {
+    why = "it is not a rank of this communicator still expected";
+    goto reject;
+  }
+  memcpy(na, ch.na, TUTTI_AUTH_NONCE_BYTES);
+  memcpy(nc, h.nc, TUTTI_AUTH_NONCE_BYTES);
+  return h.id.rank;
+reject:
+  WARN("boot", comm->rank, "%s: refused a connection from %s: %s", op_name,
+       tutti__auth_peer_name(fd, who, sizeof who), why);
+  return -1;
+}
+
+typedef struct {
+  int *state; /* per old rank: 0 expected, 1 joined (fd open), -1 out */
+  int *fd;
+  uint8_t (*na)[TUTTI_AUTH_NONCE_BYTES];
+  uint8_t (*nc)[TUTTI_AUTH_NONCE_BYTES];
+} roster_t;
+
+static int all_settled(const struct tutti_comm *comm, const roster_t *ro) {
+  for (int r = comm->rank + 1; r < comm->nranks; r++)
+    if (ro->state[r] == 0) return 0;
+  return 1;
+}
+
+/* Collects the members until every higher rank has joined or is known dead, or the window
+ * closes (ranks still silent then are left out). */
+static void gather_members(struct tutti_comm *comm, roster_t *ro, int64_t window) {
+  int64_t next_probe = 0;
+  while (!all_settled(comm, ro) && tutti__now_ns() < window) {
+    struct pollfd pf = {.fd = comm->listen_fd, .events = POLLIN};
+    if (poll(&pf, 1, 20) > 0) {
+      int fd = accept4(comm->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+      if (fd >= 0) {
+        uint8_t na[TUTTI_AUTH_NONCE_BYTES], nc[TUTTI_AUTH_NONCE_BYTES];
+        int r = admit(comm, fd, ro->state, na, nc);
+        if (r < 0) {
+          close(fd);
+        } else {
+          ro->state[r] = 1;
+          ro->fd[r] = fd;
+          memcpy(ro->na[r], na, sizeof na);
+          memcpy(ro->nc[r], nc, sizeof nc);
+        }
+      }
+    }
+    if (tutti__now_ns() < next_probe) continue;
+    next_probe = tutti__now_ns() + 200 * 1000000LL;
+    for (int r = comm->rank + 1; r < comm->nranks; r++) {
+      int fd;
+      if (ro->state[r] != 0) continue;
+      int p = probe(comm, r, PROBE_MS, &fd);
+      if (p == PROBE_ALIVE) close(fd);
+      if (p == PROBE_DEAD) {
+        char who[128];
+        INFO("boot", comm->rank, "%s: %s is gone", op_name,
+             tutti__peer_desc(comm, r, who, sizeof who));
+        ro->state[r] = -1;
+      }
+    }
+  }
+}
+
+static tutti_result_t lead(struct tutti_comm *comm, int64_t deadline, tutti_comm_t *out) {
+  int n = comm->nranks;
+  char err[256];
+  tutti_result_t res = TUTTI_SUCCESS;
+  roster_t ro = {calloc((size_t)n, sizeof(int)), calloc((size_t)n, sizeof(int)),
+                 calloc((size_t)n, TUTTI_AUTH_NONCE_BYTES), calloc((size_t)n, TUTTI_AUTH_NONCE_BYTES)};
+  if (!ro.state || !ro.fd || !ro.na || !ro.nc) {
+    res = tutti__error(comm, TUTTI_ERR_SYSTEM, "out of memory for %d ranks", n);
+    goto out;
+  }
+  for (int r = 0; r < n; r++) ro.state[r] = r < comm->rank ? -1 : 0;
+  ro.state[comm->rank] = 1;
+  int64_t now = tutti__now_ns();
+  gather_members(comm, &ro, now + (deadline - now) / 2);
+
+  int newsize = 0, lfd = -1;
+  for (int r = 0; r < n; r++) newsize += ro.state[r] == 1;
+  uint16_t port = 0;
+  uint32_t ip = comm->peers[comm->rank].ip;
+  TRY_GOTO(tutti__sock_listen(ip, 0, newsize + 16, &lfd, &port, err, sizeof err), res, fail_err);
+  res = tutti__rdv_serve(lfd, comm->secret, comm->cfg.timeout_s);
+  if (res != TUTTI_SUCCESS) {
+    close(lfd);
+    snprintf(err, sizeof err, "cannot start the rendezvous of the new communicator");
+    goto fail_err;
+  }
+  int newrank = 0;
+  for (int r = comm->rank + 1; r < n; r++) {
+    if (ro.state[r] != 1) continue;
+    shrink_reply_t rep = {{SHRINK_ANSWER, r, comm->job_id, ++newrank, newsize, ip, port, 0}, {0}};
+    struct iovec part = {&rep.a, sizeof rep.a};
+    /* A member that cannot be told is a member the new rendezvous waits for in vain: its
+     * failure shows there, naming the missing rank, so it is only logged here. */
+    if (tutti__auth_proof(comm->secret, TUTTI_AUTH_ACCEPTOR, ro.na[r], ro.nc[r], &part, 1,
+                          rep.proof) != TUTTI_SUCCESS ||
+        tutti__sock_send_all(ro.fd[r], &rep, sizeof rep, deadline, err, sizeof err) !=
+            TUTTI_SUCCESS)
+      WARN("boot", comm->rank, "%s: cannot answer rank %d: %s", op_name, r, err);
+  }
+  INFO("boot", comm->rank, "%s: %d of %d ranks continue", op_name, newsize, n);
+  res = tutti__comm_create(out, newsize, 0, ip, port, comm->secret, op_name, &comm->cfg);
+  goto out;
+fail_err:
+  res = tutti__error(comm, res, "%s", err);
+out:
+  if (ro.fd)
+    for (int r = 0; r < n; r++)
+      if (ro.state && ro.state[r] == 1 && r != comm->rank) close(ro.fd[r]);
+  free(ro.state);
+  free(ro.fd);
+  free(ro.na);
+  free(ro.nc);
+  return res;
+}
+
+/* ---- Member -------------------------------------------------------------------------- */
+
+/* Joins leader r over fd (connected): proves the secret, waits for the signed answer, and
+ * builds the new communicator. */
+static tutti_result_t join(struct tutti_comm *comm, int r, int fd, int64_t deadline,
+                           tutti_comm_t *out) {
+  char err[256], who[128];
+  tutti__peer_desc(comm, r, who, sizeof who);
+  shrink_challenge_t ch;
+  shrink_hello_t h = {{SHRINK_HELLO, comm->rank, comm->job_id}, {0}, {0}};
+  shrink_reply_t rep;
+  struct iovec part = {&h.id, sizeof h.id};
+  tutti_result_t res = wait_readable(fd, comm->listen_fd, deadline);
+  if (res == TUTTI_SUCCESS) res = tutti__sock_recv_all(fd, &ch, sizeof ch, deadline, err, sizeof err);
+  if (res != TUTTI_SUCCESS)
+    return tutti__error(comm, res, "%s, the lowest live rank, did not take this rank into the "
+                        "new communicator (%s)", who,
+                        res == TUTTI_ERR_TIMEOUT ? "it did not call tutti_comm_shrink in time"
+                                                 : "it closed the connection");
+  if (ch.magic != SHRINK_CHALLENGE)
+    return tutti__error(comm, TUTTI_ERR_REMOTE, "%s answered with something other than the "
+                        "shrink handshake", who);
+  if (tutti__auth_make_nonce(h.nc) != TUTTI_SUCCESS ||
+      tutti__auth_proof(comm->secret, TUTTI_AUTH_CONNECTOR, ch.na, h.nc, &part, 1, h.proof) !=
+          TUTTI_SUCCESS)
+    return tutti__error(comm, TUTTI_ERR_INTERNAL, "cannot compute the proof of the job secret");
+  res = tutti__sock_send_all(fd, &h, sizeof h, deadline, err, sizeof err);
+  if (res == TUTTI_SUCCESS) res = wait_readable(fd, comm->listen_fd, deadline);
+  if (res == TUTTI_SUCCESS)
+    res = tutti__sock_recv_all(fd, &rep, sizeof rep, deadline, err, sizeof err);
+  if (res != TUTTI_SUCCESS)
+    return tutti__error(comm, res, "no answer from %s, which leads the shrink", who);
+  part = (struct iovec){&rep.a, sizeof rep.a};
+  if (rep.a.magic != SHRINK_ANSWER || rep.a.rank != comm->rank ||
+      rep.a.job_id != comm->job_id ||
+      !tutti__auth_verify(comm->secret, TUTTI_AUTH_ACCEPTOR, ch.na, h.nc, &part, 1, rep.proof))
+    return tutti__error(comm, TUTTI_ERR_REMOTE, "the answer of %s is not signed with the job "
+                        "secret for this rank", who);
+  if (rep.a.newsize < 2 || rep.a.newsize > comm->nranks || rep.a.newrank < 1 ||
+      rep.a.newrank >= rep.a.newsize)
+    return tutti__error(comm, TUTTI_ERR_REMOTE, "%s assigned rank %d of %d, which is not a "
+                        "place in a smaller communicator", who, rep.a.newrank, rep.a.newsize);
+  return tutti__comm_create(out, rep.a.newsize, rep.a.newrank, rep.a.ip, rep.a.port,
+                            comm->secret, op_name, &comm->cfg);
+}
+
+tutti_result_t tutti_comm_shrink(tutti_comm_t comm, tutti_comm_t *newcomm) {
+  if (!comm || !newcomm) {
+    WARN("boot", comm ? comm->rank : -1, "%s: %s is NULL", op_name, comm ? "newcomm" : "comm");
+    return TUTTI_ERR_INVALID_ARGUMENT;
+  }
+  *newcomm = NULL;
+  comm->op_name = op_name;
+  if (comm->listen_fd < 0 || !fd_flags_nonblock(comm->listen_fd))
+    return tutti__error(comm, TUTTI_ERR_INTERNAL, "the communicator has no listener");
+  int64_t deadline = tutti__deadline_after(comm->cfg.timeout_s);
+  for (int r = 0; r < comm->rank; r++) {
+    int fd = -1, p;
+    /* A live rank that is slow to answer is still the leader: keep asking it. */
+    while ((p = probe(comm, r, PROBE_MS, &fd)) == PROBE_SILENT) {
+      drain(comm->listen_fd);
+      if (tutti__now_ns() >= deadline) {
+        char who[128];
+        return tutti__error(comm, TUTTI_ERR_TIMEOUT, "%s neither answers nor is gone",
+                            tutti__peer_desc(comm, r, who, sizeof who));
+      }
+    }
+    if (p == PROBE_DEAD) continue;
+    tutti_result_t res = join(comm, r, fd, deadline, newcomm);
+    close(fd);
+    return res;
+  }
+  return lead(comm, deadline, newcomm);
+}
