@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bootstrap/bootstrap.h"
@@ -289,11 +290,12 @@ static tutti_result_t join(struct tutti_comm *comm, int r, int fd, int64_t deadl
   struct iovec part = {&h.id, sizeof h.id};
   tutti_result_t res = wait_readable(fd, comm->listen_fd, deadline);
   if (res == TUTTI_SUCCESS) res = tutti__sock_recv_all(fd, &ch, sizeof ch, deadline, err, sizeof err);
+  /* Closed before the challenge: a dying process's listener can still accept for a moment
+   * (its other sockets close first), so the caller asks again whether it is alive. */
+  if (res == TUTTI_ERR_REMOTE) return TUTTI_IN_PROGRESS;
   if (res != TUTTI_SUCCESS)
     return tutti__error(comm, res, "%s, the lowest live rank, did not take this rank into the "
-                        "new communicator (%s)", who,
-                        res == TUTTI_ERR_TIMEOUT ? "it did not call tutti_comm_shrink in time"
-                                                 : "it closed the connection");
+                        "new communicator (it did not call tutti_comm_shrink in time)", who);
   if (ch.magic != SHRINK_CHALLENGE)
     return tutti__error(comm, TUTTI_ERR_REMOTE, "%s answered with something other than the "
                         "shrink handshake", who);
@@ -321,7 +323,25 @@ static tutti_result_t join(struct tutti_comm *comm, int r, int fd, int64_t deadl
                             comm->secret, op_name, &comm->cfg);
 }
 
+static tutti_result_t shrink(tutti_comm_t comm, tutti_comm_t *newcomm);
+
 tutti_result_t tutti_comm_shrink(tutti_comm_t comm, tutti_comm_t *newcomm) {
+  if (!comm || !newcomm) {
+    WARN("boot", comm ? comm->rank : -1, "%s: %s is NULL", op_name, comm ? "newcomm" : "comm");
+    return TUTTI_ERR_INVALID_ARGUMENT;
+  }
+  /* The old communicator's first error is kept if the shrink works; if it fails, the user
+   * needs to read why the shrink failed instead. */
+  char cause[sizeof comm->last_error];
+  memcpy(cause, comm->last_error, sizeof cause);
+  comm->last_error[0] = '\0';
+  tutti_result_t res = shrink(comm, newcomm);
+  if (res == TUTTI_SUCCESS || !comm->last_error[0])
+    memcpy(comm->last_error, cause, sizeof cause);
+  return res;
+}
+
+static tutti_result_t shrink(tutti_comm_t comm, tutti_comm_t *newcomm) {
   if (!comm || !newcomm) {
     WARN("boot", comm ? comm->rank : -1, "%s: %s is NULL", op_name, comm ? "newcomm" : "comm");
     return TUTTI_ERR_INVALID_ARGUMENT;
@@ -332,20 +352,30 @@ tutti_result_t tutti_comm_shrink(tutti_comm_t comm, tutti_comm_t *newcomm) {
     return tutti__error(comm, TUTTI_ERR_INTERNAL, "the communicator has no listener");
   int64_t deadline = tutti__deadline_after(comm->cfg.timeout_s);
   for (int r = 0; r < comm->rank; r++) {
-    int fd = -1, p;
-    /* A live rank that is slow to answer is still the leader: keep asking it. */
-    while ((p = probe(comm, r, PROBE_MS, &fd)) == PROBE_SILENT) {
-      drain(comm->listen_fd);
+    for (;;) {
+      int fd = -1, p;
+      /* A live rank that is slow to answer is still the leader: keep asking it. */
+      while ((p = probe(comm, r, PROBE_MS, &fd)) == PROBE_SILENT) {
+        drain(comm->listen_fd);
+        if (tutti__now_ns() >= deadline) {
+          char who[128];
+          return tutti__error(comm, TUTTI_ERR_TIMEOUT, "%s neither answers nor is gone",
+                              tutti__peer_desc(comm, r, who, sizeof who));
+        }
+      }
+      if (p == PROBE_DEAD) break;
+      tutti_result_t res = join(comm, r, fd, deadline, newcomm);
+      close(fd);
+      if (res != TUTTI_IN_PROGRESS) return res;
       if (tutti__now_ns() >= deadline) {
         char who[128];
-        return tutti__error(comm, TUTTI_ERR_TIMEOUT, "%s neither answers nor is gone",
+        return tutti__error(comm, TUTTI_ERR_REMOTE, "%s keeps accepting and closing the "
+                            "shrink connection (it is not the leader, or it is exiting)",
                             tutti__peer_desc(comm, r, who, sizeof who));
       }
+      struct timespec nap = {0, 5 * 1000000};
+      nanosleep(&nap, NULL);
     }
-    if (p == PROBE_DEAD) continue;
-    tutti_result_t res = join(comm, r, fd, deadline, newcomm);
-    close(fd);
-    return res;
   }
   return lead(comm, deadline, newcomm);
 }

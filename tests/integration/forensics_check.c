@@ -1,8 +1,10 @@
 /*
  * forensics_check: the wait report names the rank that holds a job up.
  *
- *   TUTTI_TIMEOUT=2 tutti-run -n 3 forensics_check
+ *   TUTTI_TIMEOUT=30 tutti-run -n 3 forensics_check
  *
+ * The program sets its communicator's deadline to 2 s with tutti_comm_set_timeout (after
+ * checking that 0, a negative and NaN are refused), so TUTTI_TIMEOUT must not be what fires.
  * Call 1: rank 1 is 1.2 s late to an all-reduce; ranks 0 and 2 send themselves SIGUSR1 while
  * they wait. Each must log a report ("wait report (SIGUSR1)") and still complete the call
  * correctly; at least one of them (the one that receives from rank 1 first) must say that
@@ -89,6 +91,12 @@ int main(void) {
   tutti_comm_rank(comm, &rank);
   tutti_comm_size(comm, &n);
   if (n != 3) die("run with 3 ranks");
+  if (tutti_comm_set_timeout(comm, 0) != TUTTI_ERR_INVALID_ARGUMENT ||
+      tutti_comm_set_timeout(comm, -1) != TUTTI_ERR_INVALID_ARGUMENT ||
+      tutti_comm_set_timeout(comm, 0.0 / 0.0) != TUTTI_ERR_INVALID_ARGUMENT ||
+      tutti_comm_set_timeout(NULL, 1) != TUTTI_ERR_INVALID_ARGUMENT)
+    die("tutti_comm_set_timeout accepted a bad value");
+  if (tutti_comm_set_timeout(comm, 2.0) != TUTTI_SUCCESS) die("tutti_comm_set_timeout(2) failed");
   int32_t pids[3], me = (int32_t)getpid();
   if (tutti_allgather(&me, pids, 1, TUTTI_INT32, comm) != TUTTI_SUCCESS)
     die("all-gather of pids: %s", tutti_comm_last_error(comm));
@@ -133,6 +141,8 @@ int main(void) {
   /* The rank that waits on rank 1 directly must say it never posted; one that waits on a
    * rank that waits on rank 1 sees that rank posted, and must not call it a no-show. */
   if (rc == TUTTI_ERR_TIMEOUT && rank != LATE) {
+    if (!strstr(err, "timed out after 2.0 s"))
+      die("the deadline was not the communicator's 2 s: %s", err);
     if (strstr(err, late_rank) ? !strstr(err, "never posted call #4")
                                : strstr(err, "never posted") != NULL)
       die("the timeout blames the wrong rank or in the wrong words: %s", err);
