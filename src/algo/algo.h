@@ -61,6 +61,7 @@ typedef struct tutti_algo {
   const char *name;
   const char *desc;
   tutti_algo_fn fn[TUTTI_COLL_COUNT]; /* NULL where the algorithm does not apply */
+  int needs_cma; /* runs only where comm->cma (every rank on this host, reads allowed) */
 } tutti_algo_t;
 
 const tutti_algo_t *tutti__algo_table(int *count);
@@ -71,6 +72,10 @@ const tutti_algo_t *tutti__algo_select(const struct tutti_comm *comm, const tutt
 const char *tutti__coll_name(tutti_coll_t coll);
 
 /* Algorithm entry points (one file each). */
+tutti_result_t tutti__cma_allreduce(struct tutti_comm *comm, const tutti_coll_args_t *a);
+tutti_result_t tutti__cma_reduce_scatter(struct tutti_comm *comm, const tutti_coll_args_t *a);
+tutti_result_t tutti__cma_allgather(struct tutti_comm *comm, const tutti_coll_args_t *a);
+tutti_result_t tutti__cma_broadcast(struct tutti_comm *comm, const tutti_coll_args_t *a);
 tutti_result_t tutti__ring_allgather(struct tutti_comm *comm, const tutti_coll_args_t *a);
 tutti_result_t tutti__ring_allreduce(struct tutti_comm *comm, const tutti_coll_args_t *a);
 tutti_result_t tutti__ring_reduce_scatter(struct tutti_comm *comm, const tutti_coll_args_t *a);

@@ -147,6 +147,9 @@ static void comm_free(struct tutti_comm *comm) {
   if (comm->tcp) comm->tcp->ops->destroy(comm->tcp);
   if (comm->scratch) munmap(comm->scratch, comm->scratch_bytes);
   free(comm->wants);
+  free(comm->cma_ops);
+  free(comm->cma_descs);
+  free(comm->cma_tokens);
   free(comm->peers);
   tutti__auth_cleanse(comm->secret, sizeof comm->secret);
   free(comm);
@@ -165,7 +168,10 @@ tutti_result_t tutti__comm_create(tutti_comm_t *out, int nranks, int rank, uint3
   comm->op_name = op;
   comm->peers = calloc((size_t)nranks, sizeof *comm->peers);
   comm->wants = calloc((size_t)nranks, sizeof *comm->wants);
-  if (!comm->peers || !comm->wants) {
+  comm->cma_ops = calloc(2 * (size_t)nranks, sizeof(tutti_xfer_t));
+  comm->cma_descs = calloc((size_t)nranks, 2 * sizeof(uint64_t));
+  comm->cma_tokens = calloc((size_t)nranks, sizeof *comm->cma_tokens);
+  if (!comm->peers || !comm->wants || !comm->cma_ops || !comm->cma_descs || !comm->cma_tokens) {
     res = tutti__error(comm, TUTTI_ERR_SYSTEM, "out of memory for %d ranks", nranks);
     goto fail;
   }

@@ -18,6 +18,9 @@ static const tutti_config_var_t config_vars[] = {
     {"TUTTI_CHUNK_SIZE", "262144", "bytes per pipelined chunk of the ring and chain"},
     {"TUTTI_SHM_QUEUE_SIZE", "1048576", "bytes of each directed shared-memory queue"},
     {"TUTTI_SPIN_US", "50", "microseconds to busy-wait before sleeping (when not oversubscribed)"},
+    {"TUTTI_CMA", "1", "1: ranks of one host read each other's buffers directly "
+                       "(process_vm_readv) where the kernel allows it; 0: always copy through "
+                       "shared-memory queues"},
     {"TUTTI_REPORT_SIGNAL", "1", "1: SIGUSR1 logs what each communicator waits for (only if the "
                                  "program has no SIGUSR1 handler of its own); 0: leave SIGUSR1 alone"},
     {"TUTTI_SECRET", "", "hex job secret for tutti_comm_init_env; tutti-run sets a random one"},
@@ -95,6 +98,12 @@ tutti_result_t tutti__config_load(tutti_config_t *cfg, char *err, size_t errlen)
              value_of("TUTTI_SPIN_US"));
     return TUTTI_ERR_INVALID_ARGUMENT;
   }
+  v = value_of("TUTTI_CMA");
+  if (strcmp(v, "0") && strcmp(v, "1")) {
+    snprintf(err, errlen, "TUTTI_CMA=%s is not 0 or 1", v);
+    return TUTTI_ERR_INVALID_ARGUMENT;
+  }
+  cfg->cma = v[0] == '1';
   v = value_of("TUTTI_REPORT_SIGNAL");
   if (strcmp(v, "0") && strcmp(v, "1")) {
     snprintf(err, errlen, "TUTTI_REPORT_SIGNAL=%s is not 0 or 1", v);

@@ -68,6 +68,7 @@ typedef struct tutti_config {
   size_t shm_queue_bytes; /* TUTTI_SHM_QUEUE_SIZE: bytes per directed shm queue */
   double spin_us;         /* TUTTI_SPIN_US: busy-wait before sleeping */
   int report_signal;      /* TUTTI_REPORT_SIGNAL: SIGUSR1 logs the wait report */
+  int cma;                /* TUTTI_CMA: single-copy reads from peers allowed */
 } tutti_config_t;
 
 typedef struct tutti_config_var {
@@ -138,6 +139,7 @@ struct tutti_comm {
   tutti_peer_t *peers;
   int nlocal;          /* ranks on this host, this one included */
   int oversubscribed;  /* more local ranks than CPUs: yield instead of spinning */
+  int cma;             /* every rank is on this host and may read the others' memory */
   struct tutti_transport *shm;
   struct tutti_transport *tcp;
   uint32_t seq;        /* collectives started on this communicator */
@@ -156,6 +158,9 @@ struct tutti_comm {
   int culprit;         /* 1 + the rank whose failure this one follows from, or 0 if unknown */
   char last_error[512];
   struct tutti_want *wants; /* nranks entries, used by the wait loop */
+  struct tutti_xfer *cma_ops; /* 2 * nranks transfers for the single-copy algorithms */
+  void *cma_descs;     /* nranks buffer descriptors (algo/cma.c) */
+  uint64_t *cma_tokens; /* nranks completion tokens */
   void *scratch;       /* reused working memory of the algorithms */
   size_t scratch_bytes;
 };

@@ -17,6 +17,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -45,7 +46,13 @@ typedef struct shm_slot {
    * down the line can name the first cause and not just the neighbour that gave up. */
   _Alignas(CACHELINE) char reason[256];
   int32_t code; /* its tutti_result_t */
+  /* Single-copy check at init: where this rank's probe word is, then its verdict on reading
+   * every other rank's (CMA_PUBLISHED, then CMA_OK or CMA_REFUSED). */
+  uint64_t probe_addr;
+  _Atomic uint32_t cma_state;
 } shm_slot_t;
+
+enum { CMA_NONE, CMA_PUBLISHED, CMA_OK, CMA_REFUSED };
 
 /* Producer and consumer counters on separate lines so they do not bounce together. */
 typedef struct shm_ring {
@@ -66,6 +73,7 @@ typedef struct shm_transport {
   int me;      /* local index of this rank */
   int *pidfd;  /* per local index; -1 where pidfd_open is refused */
   int *global; /* global rank of each local index */
+  uint64_t probe_word; /* what the other ranks read to prove they can (CMA check) */
 } shm_transport_t;
 
 static size_t round_up(size_t x, size_t to) { return (x + to - 1) / to * to; }
@@ -325,6 +333,51 @@ static tutti_result_t shm_map(shm_transport_t *s, const char *name, int64_t dead
   return TUTTI_SUCCESS;
 }
 
+/* Waits until every local rank's CMA state is at least state. */
+static tutti_result_t cma_wait_all(shm_transport_t *s, uint32_t state, int64_t deadline) {
+  for (int i = 0; i < s->nlocal; i++)
+    while (atomic_load_explicit(&s->slots[i].cma_state, memory_order_acquire) < state) {
+      if (tutti__now_ns() > deadline)
+        return tutti__error(s->base.comm, TUTTI_ERR_TIMEOUT, "local rank %d never finished "
+                            "the single-copy check", s->global[i]);
+      nap_us(100);
+    }
+  return TUTTI_SUCCESS;
+}
+
+/* Single-copy transfers (process_vm_readv) need the kernel's permission to read a peer's
+ * memory (same user, ptrace policy, same pid namespace). Every rank tries it on every other
+ * and publishes its verdict, so all of them reach the same answer and pick the same
+ * algorithms; a refusal anywhere means copies through the queues for everyone. */
+static tutti_result_t cma_check(shm_transport_t *s, int64_t deadline) {
+  struct tutti_comm *comm = s->base.comm;
+  shm_slot_t *mine = &s->slots[s->me];
+  s->probe_word = 0x746d6170ull ^ (uint64_t)getpid();
+  mine->probe_addr = (uint64_t)(uintptr_t)&s->probe_word;
+  atomic_store_explicit(&mine->cma_state, CMA_PUBLISHED, memory_order_release);
+  TRY(cma_wait_all(s, CMA_PUBLISHED, deadline));
+  int ok = comm->cfg.cma;
+  for (int i = 0; ok && i < s->nlocal; i++) {
+    if (i == s->me) continue;
+    int32_t pid = comm->peers[s->global[i]].pid;
+    uint64_t got = 0;
+    struct iovec local = {&got, sizeof got};
+    struct iovec remote = {(void *)(uintptr_t)s->slots[i].probe_addr, sizeof got};
+    ok = process_vm_readv(pid, &local, 1, &remote, 1, 0) == (ssize_t)sizeof got &&
+         got == (0x746d6170ull ^ (uint64_t)(uint32_t)pid);
+    if (!ok)
+      INFO("shm", comm->rank, "single-copy reads refused (rank %d: %s): copies go through the "
+           "queues", s->global[i], strerror(errno));
+  }
+  atomic_store_explicit(&mine->cma_state, ok ? CMA_OK : CMA_REFUSED, memory_order_release);
+  TRY(cma_wait_all(s, CMA_OK, deadline));
+  int all = 1;
+  for (int i = 0; i < s->nlocal; i++)
+    all &= atomic_load_explicit(&s->slots[i].cma_state, memory_order_acquire) == CMA_OK;
+  comm->cma = all && s->nlocal == comm->nranks;
+  return TUTTI_SUCCESS;
+}
+
 tutti_result_t tutti__shm_create(struct tutti_comm *comm, tutti_transport_t **out) {
   tutti_result_t res = TUTTI_SUCCESS;
   shm_transport_t *s = calloc(1, sizeof *s);
@@ -366,8 +419,9 @@ tutti_result_t tutti__shm_create(struct tutti_comm *comm, tutti_transport_t **ou
   for (int i = 0; i < s->nlocal; i++)
     if (i != s->me)
       s->pidfd[i] = (int)syscall(SYS_pidfd_open, comm->peers[s->global[i]].pid, 0);
-  INFO("shm", comm->rank, "segment %s: %d local ranks, %zu-byte queues", name, s->nlocal,
-       s->qbytes);
+  TRY_GOTO(cma_check(s, deadline), res, out);
+  INFO("shm", comm->rank, "segment %s: %d local ranks, %zu-byte queues, single-copy %s", name,
+       s->nlocal, s->qbytes, comm->cma ? "on" : "off");
 out:
   if (res != TUTTI_SUCCESS) {
     shm_destroy(&s->base);
