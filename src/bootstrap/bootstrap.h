@@ -57,10 +57,11 @@ typedef struct tutti_rdv_entry {
 tutti_result_t tutti__rdv_serve(int lfd, const uint8_t secret[TUTTI_SECRET_BYTES],
                                 double timeout_s);
 
-/* Connects to the rendezvous at ip:port (retrying until the deadline, since it may not be up
- * yet) and returns the socket and the local address the route to it uses. */
-tutti_result_t tutti__rdv_connect(uint32_t ip, uint16_t port, int64_t deadline, int *fd,
-                                  uint32_t *local_ip, char *err, size_t errlen);
+/* Connects to the rendezvous at ip:port (with retry, retrying refusals until the deadline,
+ * since it may not be up yet) and returns the socket and the local address the route to it
+ * uses. */
+tutti_result_t tutti__rdv_connect(uint32_t ip, uint16_t port, int64_t deadline, int retry,
+                                  int *fd, uint32_t *local_ip, char *err, size_t errlen);
 
 /* Sends this rank's hello on fd and waits for the table of nranks entries (malloc'd into
  * *table) and the job id. A refusal comes back as the server's result and reason. */

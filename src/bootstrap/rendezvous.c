@@ -281,9 +281,9 @@ tutti_result_t tutti__rdv_serve(int lfd, const uint8_t secret[TUTTI_SECRET_BYTES
   return TUTTI_SUCCESS;
 }
 
-tutti_result_t tutti__rdv_connect(uint32_t ip, uint16_t port, int64_t deadline, int *fd,
-                                  uint32_t *local_ip, char *err, size_t errlen) {
-  TRY(tutti__sock_connect(ip, port, deadline, 1, fd, err, errlen));
+tutti_result_t tutti__rdv_connect(uint32_t ip, uint16_t port, int64_t deadline, int retry,
+                                  int *fd, uint32_t *local_ip, char *err, size_t errlen) {
+  TRY(tutti__sock_connect(ip, port, deadline, retry, fd, err, errlen));
   struct sockaddr_in sa;
   socklen_t sl = sizeof sa;
   if (getsockname(*fd, (struct sockaddr *)&sa, &sl) != 0) {

@@ -87,7 +87,7 @@ static tutti_result_t connect_transports(struct tutti_comm *comm, int data_fd) {
 
 /* Everything after the rendezvous address is known: hello, table, transports. */
 static tutti_result_t comm_build(struct tutti_comm *comm, uint32_t root_ip, uint16_t root_port,
-                                 const uint8_t *secret) {
+                                 const uint8_t *secret, int wait_for_root) {
   char err[320];
   int rfd = -1, dfd = -1;
   tutti_rdv_entry_t me = {0}, *table = NULL;
@@ -99,8 +99,18 @@ static tutti_result_t comm_build(struct tutti_comm *comm, uint32_t root_ip, uint
   _Static_assert(sizeof comm->secret == TUTTI_SECRET_BYTES, "secret size");
   memcpy(comm->secret, secret, TUTTI_SECRET_BYTES);
 
-  TRY_GOTO(tutti__rdv_connect(root_ip, root_port, deadline, &rfd, &local_ip, err, sizeof err),
-           res, fail_err);
+  res = tutti__rdv_connect(root_ip, root_port, deadline, wait_for_root, &rfd, &local_ip, err,
+                           sizeof err);
+  if (res != TUTTI_SUCCESS) {
+    char a[64], why[sizeof err];
+    snprintf(why, sizeof why, "%s", err);
+    snprintf(err, sizeof err, "no rendezvous answers at %s (%.120s): %s",
+             tutti__sock_addr_str(root_ip, root_port, a, sizeof a), why,
+             wait_for_root ? "rank 0 never started it, or it ended (another job's address?)"
+                           : "the unique id is stale (its job formed or ended already) or its "
+                             "creator is gone");
+    goto fail_err;
+  }
   /* Data listeners use the interface that reaches the rendezvous unless told otherwise. */
   TRY_GOTO(listen_ip(&comm->cfg, local_ip, &me.ip, err, sizeof err), res, fail_err);
   TRY_GOTO(tutti__sock_listen(me.ip, 0, comm->nranks + 16, &dfd, &me.port, err, sizeof err),
@@ -157,7 +167,7 @@ static void comm_free(struct tutti_comm *comm) {
 
 tutti_result_t tutti__comm_create(tutti_comm_t *out, int nranks, int rank, uint32_t ip,
                                   uint16_t port, const uint8_t *secret, const char *op,
-                                  const tutti_config_t *inherit) {
+                                  const tutti_config_t *inherit, int wait_for_root) {
   char err[256];
   tutti_result_t res = TUTTI_SUCCESS;
   struct tutti_comm *comm = calloc(1, sizeof *comm);
@@ -188,7 +198,9 @@ tutti_result_t tutti__comm_create(tutti_comm_t *out, int nranks, int rank, uint3
     tutti__error(comm, res, "%s", err);
     goto fail;
   }
-  TRY_GOTO(comm_build(comm, ip, port, secret), res, fail);
+  /* A unique id's rendezvous listens from the moment the id exists, so a refusal is final;
+   * a launched job's rank 0 may start its rendezvous after the others try. */
+  TRY_GOTO(comm_build(comm, ip, port, secret, wait_for_root), res, fail);
   tutti__forensics_attach(comm);
   comm->op_name = NULL;
   *out = comm;
@@ -212,7 +224,7 @@ tutti_result_t tutti_comm_init_rank(tutti_comm_t *comm, int nranks, const tutti_
     WARN("boot", rank, "%s: the id was not made by tutti_get_unique_id", op);
     return TUTTI_ERR_INVALID_ARGUMENT;
   }
-  return tutti__comm_create(comm, nranks, rank, f.ip, f.port, f.secret, op, NULL);
+  return tutti__comm_create(comm, nranks, rank, f.ip, f.port, f.secret, op, NULL, 0);
 }
 
 static const char *lookup_env(const char *name, void *ctx) {
@@ -274,7 +286,7 @@ tutti_result_t tutti_comm_init_env(tutti_comm_t *comm) {
     tutti__auth_cleanse(secret, sizeof secret);
     return res;
   }
-  res = tutti__comm_create(comm, env.size, env.rank, ip, htons(env.port), secret, op, NULL);
+  res = tutti__comm_create(comm, env.size, env.rank, ip, htons(env.port), secret, op, NULL, 1);
   tutti__auth_cleanse(secret, sizeof secret);
   return res;
 }

@@ -7,9 +7,11 @@
 
 /* Joins the rendezvous at ip:port (network order) as rank of nranks, proving secret, and
  * connects the transports. op names the API call in messages. The configuration is inherit's
- * when given (a communicator made from another keeps its settings), else the environment's. */
+ * when given (a communicator made from another keeps its settings), else the environment's.
+ * wait_for_root: keep trying while nothing listens at ip:port (it may start later), rather
+ * than failing at the first refusal. */
 tutti_result_t tutti__comm_create(tutti_comm_t *out, int nranks, int rank, uint32_t ip,
                                   uint16_t port, const uint8_t *secret, const char *op,
-                                  const tutti_config_t *inherit);
+                                  const tutti_config_t *inherit, int wait_for_root);
 
 #endif

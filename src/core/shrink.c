@@ -261,7 +261,7 @@ static tutti_result_t lead(struct tutti_comm *comm, int64_t deadline, tutti_comm
       WARN("boot", comm->rank, "%s: cannot answer rank %d: %s", op_name, r, err);
   }
   INFO("boot", comm->rank, "%s: %d of %d ranks continue", op_name, newsize, n);
-  res = tutti__comm_create(out, newsize, 0, ip, port, comm->secret, op_name, &comm->cfg);
+  res = tutti__comm_create(out, newsize, 0, ip, port, comm->secret, op_name, &comm->cfg, 0);
   goto out;
 fail_err:
   res = tutti__error(comm, res, "%s", err);
@@ -320,7 +320,7 @@ static tutti_result_t join(struct tutti_comm *comm, int r, int fd, int64_t deadl
     return tutti__error(comm, TUTTI_ERR_REMOTE, "%s assigned rank %d of %d, which is not a "
                         "place in a smaller communicator", who, rep.a.newrank, rep.a.newsize);
   return tutti__comm_create(out, rep.a.newsize, rep.a.newrank, rep.a.ip, rep.a.port,
-                            comm->secret, op_name, &comm->cfg);
+                            comm->secret, op_name, &comm->cfg, 0);
 }
 
 static tutti_result_t shrink(tutti_comm_t comm, tutti_comm_t *newcomm);

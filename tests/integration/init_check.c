@@ -13,13 +13,19 @@
  *   c             nranks 3, 2, 2: every rank fails within TUTTI_TIMEOUT=5 (+ slack)
  *   d             bad rank, bad nranks, NULL id or comm: TUTTI_ERR_INVALID_ARGUMENT at once
  *   e             2 of 3 ranks come: both fail within TUTTI_TIMEOUT=3 (+ slack)
+ *   f             a stale id (its job formed and ended): every rank fails at once (< 2 s)
+ *   g             two jobs on one port (tutti_comm_init_env, different secrets): the first
+ *                 runs correctly; each rank of the second fails within TUTTI_TIMEOUT=3
  */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -33,6 +39,17 @@
 typedef struct {
   int rank, nranks, delay_ms;
 } rank_spec_t;
+
+/* How the ranks of the running case start (a case is a process of its own, so this is set
+ * once by the case before it forks ranks): with the unique id a case passes (id), or a fresh
+ * one, or from the environment as a launched job (env_port != 0: TUTTI_ADDR 127.0.0.1:port,
+ * TUTTI_SECRET secret). A rank that joins stays hold_ms before its all-reduce. */
+static struct {
+  const tutti_unique_id_t *id;
+  int env_port;
+  const char *secret;
+  int hold_ms;
+} mode;
 
 /* What a rank reports to its case process. */
 typedef struct {
@@ -55,8 +72,21 @@ static void rank_main(const tutti_unique_id_t *id, rank_spec_t spec, int fd) {
   if (spec.delay_ms) usleep((useconds_t)spec.delay_ms * 1000);
   tutti_comm_t comm = NULL;
   double t0 = now_s();
-  rep.init_rc = tutti_comm_init_rank(&comm, spec.nranks, id, spec.rank);
+  if (mode.env_port) {
+    char v[32];
+    snprintf(v, sizeof v, "127.0.0.1:%d", mode.env_port);
+    setenv("TUTTI_ADDR", v, 1);
+    snprintf(v, sizeof v, "%d", spec.rank);
+    setenv("TUTTI_RANK", v, 1);
+    snprintf(v, sizeof v, "%d", spec.nranks);
+    setenv("TUTTI_WORLD_SIZE", v, 1);
+    setenv("TUTTI_SECRET", mode.secret, 1);
+    rep.init_rc = tutti_comm_init_env(&comm);
+  } else {
+    rep.init_rc = tutti_comm_init_rank(&comm, spec.nranks, id, spec.rank);
+  }
   rep.elapsed = now_s() - t0;
+  if (rep.init_rc == TUTTI_SUCCESS && mode.hold_ms) usleep((useconds_t)mode.hold_ms * 1000);
   if (rep.init_rc == TUTTI_SUCCESS) {
     int in = spec.rank + 1, out = 0;
     tutti_result_t rc = tutti_allreduce(&in, &out, 1, TUTTI_INT32, TUTTI_SUM, comm);
@@ -79,10 +109,14 @@ static void rank_main(const tutti_unique_id_t *id, rank_spec_t spec, int fd) {
  * reported by then is killed and counted as hung. Returns the number of ranks that reported. */
 static int run_ranks(const rank_spec_t *specs, int n, rank_report_t *reps, double deadline_s) {
   tutti_unique_id_t id;
-  tutti_result_t rc = tutti_get_unique_id(&id);
-  if (rc != TUTTI_SUCCESS) {
-    printf("  tutti_get_unique_id: %s\n", tutti_result_string(rc));
-    return -1;
+  if (mode.id) {
+    id = *mode.id;
+  } else if (!mode.env_port) {
+    tutti_result_t rc = tutti_get_unique_id(&id);
+    if (rc != TUTTI_SUCCESS) {
+      printf("  tutti_get_unique_id: %s\n", tutti_result_string(rc));
+      return -1;
+    }
   }
   pid_t pids[MAX_CHILDREN];
   int fds[MAX_CHILDREN], got[MAX_CHILDREN] = {0}, reported = 0;
@@ -234,6 +268,62 @@ static int case_e(void) {
   return expect_all_fail(specs, 2, 3.0 + SLACK_S);
 }
 
+static int case_f(void) {
+  tutti_unique_id_t id;
+  if (tutti_get_unique_id(&id) != TUTTI_SUCCESS) return 1;
+  mode.id = &id;
+  printf("  a job forms and ends with the id:\n");
+  if (case_a()) return 1;
+  printf("  a second job with the same id:\n");
+  rank_spec_t specs[2] = {{0, 2, 0}, {1, 2, 0}};
+  return expect_all_fail(specs, 2, 2.0);
+}
+
+/* A free loopback port (a short race with other programs is possible and harmless here). */
+static int free_port(void) {
+  int s = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t sl = sizeof sa;
+  if (s < 0 || bind(s, (struct sockaddr *)&sa, sizeof sa) != 0 ||
+      getsockname(s, (struct sockaddr *)&sa, &sl) != 0)
+    return -1;
+  close(s);
+  return ntohs(sa.sin_port);
+}
+
+static int case_g(void) {
+  int port = free_port();
+  if (port <= 0) return 1;
+  /* Job 1's last rank comes 2 s late, so its rendezvous still runs when job 2 starts on the
+   * same port 0.3 s in: job 2's rank 0 cannot listen there, its rank 1 reaches job 1's
+   * rendezvous and cannot prove job 1's secret. Job 1 must not notice. */
+  pid_t job1 = fork();
+  if (job1 == 0) {
+    mode.env_port = port;
+    mode.secret = "1111111111111111111111111111111111111111111111111111111111111111";
+    rank_spec_t specs[3] = {{0, 3, 0}, {1, 3, 0}, {2, 3, 2000}};
+    rank_report_t reps[3];
+    int reported = run_ranks(specs, 3, reps, 40.0);
+    int bad = reported != 3;
+    printf("  job 1:\n");
+    for (int i = 0; i < 3 && reported >= 0; i++) {
+      print_report(&specs[i], &reps[i]);
+      if (reps[i].init_rc != TUTTI_SUCCESS || !reps[i].work_ok) bad = 1;
+    }
+    fflush(NULL);
+    _exit(bad);
+  }
+  usleep(300000);
+  mode.env_port = port;
+  mode.secret = "2222222222222222222222222222222222222222222222222222222222222222";
+  rank_spec_t specs[2] = {{0, 2, 0}, {1, 2, 0}};
+  printf("  job 2 on the same port:\n");
+  int bad = expect_all_fail(specs, 2, 3.0 + SLACK_S);
+  int status = 0;
+  waitpid(job1, &status, 0);
+  return bad || !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
 static const struct {
   const char *name, *transport, *timeout;
   int (*fn)(void);
@@ -245,6 +335,8 @@ static const struct {
     {"c", NULL, "5", case_c, "world size mismatch (3,2,2): every rank fails"},
     {"d", NULL, "5", case_d, "invalid arguments fail at once"},
     {"e", NULL, "3", case_e, "2 of 3 ranks come: both fail near TUTTI_TIMEOUT=3"},
+    {"f", NULL, "10", case_f, "a stale unique id: every rank fails at once"},
+    {"g", NULL, "3", case_g, "two jobs on one port: the first works, the second fails"},
 };
 
 /* Runs one case in its own process group with a deadline. Returns 0 on pass. */
