@@ -14,6 +14,12 @@ tutti_result_t tutti__need_buf(struct tutti_comm *comm, const void *buf, const c
 /* Sums nranks counts into *total, checking counts and displs (may be NULL) for overflow. */
 tutti_result_t tutti__check_array(struct tutti_comm *comm, const size_t *counts,
                                   const size_t *displs, const char *name, size_t *total);
+/* sbytes at sendbuf and rbytes at recvbuf must not overlap, except that sendbuf may be exactly
+ * in_place (the call's in-place layout; NULL if it has none). */
+tutti_result_t tutti__check_overlap(struct tutti_comm *comm, const void *sendbuf, size_t sbytes,
+                                    const void *recvbuf, size_t rbytes, const void *in_place);
+/* The elements a buffer described by counts and displs spans: max(displs[i] + counts[i]). */
+size_t tutti__extent(const struct tutti_comm *comm, const size_t *counts, const size_t *displs);
 /* Hands a checked call to the engine (blocking when req is NULL). */
 tutti_result_t tutti__submit(struct tutti_comm *comm, const char *api, const tutti_coll_args_t *a,
                              tutti_request_t *req);

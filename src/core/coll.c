@@ -75,6 +75,30 @@ tutti_result_t tutti__check_array(struct tutti_comm *comm, const size_t *counts,
   return TUTTI_SUCCESS;
 }
 
+tutti_result_t tutti__check_overlap(struct tutti_comm *comm, const void *sendbuf, size_t sbytes,
+                                    const void *recvbuf, size_t rbytes, const void *in_place) {
+  uintptr_t s = (uintptr_t)sendbuf, r = (uintptr_t)recvbuf;
+  if (!sbytes || !rbytes || s + sbytes <= r || r + rbytes <= s) return TUTTI_SUCCESS;
+  if (in_place && sendbuf == in_place) return TUTTI_SUCCESS;
+  /* Overlapping buffers would be read after being written, differently on every algorithm. */
+  if (in_place)
+    return tutti__error(comm, TUTTI_ERR_INVALID_ARGUMENT, "sendbuf and recvbuf overlap, but not "
+                        "in this call's in-place layout (this rank's block of the larger "
+                        "buffer, or the same address)");
+  return tutti__error(comm, TUTTI_ERR_INVALID_ARGUMENT, "sendbuf and recvbuf overlap, which "
+                      "this call does not allow");
+}
+
+size_t tutti__extent(const struct tutti_comm *comm, const size_t *counts, const size_t *displs) {
+  size_t end = 0, sum = 0;
+  for (int i = 0; i < comm->nranks; i++) {
+    size_t e = (displs ? displs[i] : sum) + counts[i];
+    sum += counts[i];
+    if (counts[i] && e > end) end = e;
+  }
+  return end;
+}
+
 /* ---- Running a task -------------------------------------------------------------------- */
 
 static tutti_result_t usable(struct tutti_comm *comm) {
@@ -194,6 +218,9 @@ static tutti_result_t do_allgather(const void *sendbuf, void *recvbuf, size_t se
   TRY(tutti__check_size(comm, sendcount, (size_t)comm->nranks));
   TRY(tutti__need_buf(comm, sendbuf, "sendbuf", sendcount));
   TRY(tutti__need_buf(comm, recvbuf, "recvbuf", sendcount));
+  size_t es = tutti__dtype_size(dtype), bytes = sendcount * es;
+  TRY(tutti__check_overlap(comm, sendbuf, bytes, recvbuf, bytes * (size_t)comm->nranks,
+                           (char *)recvbuf + (size_t)comm->rank * bytes));
   return tutti__submit(comm, api, &a, req);
 }
 
@@ -211,6 +238,14 @@ static tutti_result_t do_reducing(tutti_coll_t kind, const void *sendbuf, void *
   /* Broadcast reads sendbuf only at the root; reduce writes recvbuf only at the root. */
   if (kind != TUTTI_COLL_BROADCAST || is_root) TRY(tutti__need_buf(comm, sendbuf, "sendbuf", count));
   if (kind != TUTTI_COLL_REDUCE || is_root) TRY(tutti__need_buf(comm, recvbuf, "recvbuf", count));
+  /* In place is sendbuf == recvbuf, except for reduce-scatter, whose output is this rank's
+   * block of the input; rooted calls use both buffers at the root only. */
+  size_t bytes = count * tutti__dtype_size(dtype);
+  if (kind == TUTTI_COLL_REDUCE_SCATTER)
+    TRY(tutti__check_overlap(comm, sendbuf, bytes * (size_t)comm->nranks, recvbuf, bytes,
+                             (const char *)recvbuf - (size_t)comm->rank * bytes));
+  else if (!has_root || is_root)
+    TRY(tutti__check_overlap(comm, sendbuf, bytes, recvbuf, bytes, recvbuf));
   return tutti__submit(comm, api, &a, req);
 }
 

@@ -24,6 +24,10 @@ static tutti_result_t do_allgatherv(const void *sendbuf, size_t sendcount, void 
                         "recvcounts[%d] = %zu", sendcount, comm->rank, recvcounts[comm->rank]);
   TRY(tutti__need_buf(comm, sendbuf, "sendbuf", sendcount));
   TRY(tutti__need_buf(comm, recvbuf, "recvbuf", total));
+  size_t es = tutti__dtype_size(dtype);
+  TRY(tutti__check_overlap(comm, sendbuf, sendcount * es, recvbuf,
+                           tutti__extent(comm, recvcounts, displs) * es,
+                           (char *)recvbuf + displs[comm->rank] * es));
   return tutti__submit(comm, api, &a, req);
 }
 
@@ -57,6 +61,14 @@ static tutti_result_t do_reduce_scatterv(const void *sendbuf, void *recvbuf,
   size_t *displs = malloc((size_t)comm->nranks * sizeof *displs);
   if (!displs) return tutti__error(comm, TUTTI_ERR_SYSTEM, "out of memory");
   for (int i = 0; i < comm->nranks; i++) displs[i] = i ? displs[i - 1] + recvcounts[i - 1] : 0;
+  size_t es = tutti__dtype_size(dtype);
+  tutti_result_t bad = tutti__check_overlap(comm, sendbuf, total * es, recvbuf,
+                                            recvcounts[comm->rank] * es,
+                                            (const char *)recvbuf - displs[comm->rank] * es);
+  if (bad != TUTTI_SUCCESS) {
+    free(displs);
+    return bad;
+  }
   a.displs = displs;
   tutti_result_t res = tutti__submit(comm, api, &a, req); /* requests copy the arrays */
   free(displs);
@@ -99,6 +111,14 @@ static tutti_result_t do_rooted(tutti_coll_t kind, const void *sendbuf, void *re
                           "from its entry %zu in the counts array", mycount, counts[root]);
     TRY(tutti__need_buf(comm, gather ? recvbuf : sendbuf, gather ? "recvbuf" : "sendbuf",
                         total));
+    /* The root's own block may be its in-place position in the big buffer. */
+    size_t es = tutti__dtype_size(dtype), big = tutti__extent(comm, counts, displs) * es;
+    if (gather)
+      TRY(tutti__check_overlap(comm, sendbuf, mycount * es, recvbuf, big,
+                               (char *)recvbuf + displs[root] * es));
+    else
+      TRY(tutti__check_overlap(comm, recvbuf, mycount * es, sendbuf, big,
+                               (const char *)sendbuf + displs[root] * es));
     a.counts = counts;
     a.displs = displs;
   }
@@ -150,6 +170,9 @@ static tutti_result_t do_alltoallv(const void *sendbuf, const size_t *sendcounts
                         sdispls ? "rdispls" : "sdispls");
   TRY(tutti__need_buf(comm, sendbuf, "sendbuf", stotal));
   TRY(tutti__need_buf(comm, recvbuf, "recvbuf", rtotal));
+  size_t es = tutti__dtype_size(dtype);
+  TRY(tutti__check_overlap(comm, sendbuf, tutti__extent(comm, sendcounts, sdispls) * es, recvbuf,
+                           tutti__extent(comm, recvcounts, rdispls) * es, NULL));
   return tutti__submit(comm, api, &a, req);
 }
 

@@ -136,6 +136,43 @@ static void bad_ops_and_roots(void) {
   still_works("bad roots");
 }
 
+/* Buffers that overlap other than in the call's in-place layout: every rank names itself
+ * root where there is one, so each call is refused on every rank. Then the in-place layouts
+ * themselves must be accepted (and work). */
+static void overlaps(void) {
+  int32_t *b = sendbuf;
+  EXPECT_INVALID(tutti_allreduce(b, b + 1, COUNT, TUTTI_INT32, TUTTI_SUM, comm));
+  EXPECT_INVALID(tutti_allreduce(b + 1, b, COUNT, TUTTI_INT32, TUTTI_SUM, comm));
+  EXPECT_INVALID(tutti_allgather(b + rank * COUNT + 1, b, COUNT, TUTTI_INT32, comm));
+  EXPECT_INVALID(tutti_reduce_scatter(b, b + rank * COUNT + 1, COUNT, TUTTI_INT32, TUTTI_SUM,
+                                      comm));
+  EXPECT_INVALID(tutti_broadcast(b, b + 2, COUNT, TUTTI_INT32, rank, comm));
+  EXPECT_INVALID(tutti_reduce(b + 3, b, COUNT, TUTTI_INT32, TUTTI_SUM, rank, comm));
+  EXPECT_INVALID(tutti_alltoall(b, b, COUNT, TUTTI_INT32, comm));
+  EXPECT_INVALID(tutti_gather(b + rank * COUNT + 1, b, COUNT, TUTTI_INT32, rank, comm));
+  EXPECT_INVALID(tutti_scatter(b, b + rank * COUNT + 1, COUNT, TUTTI_INT32, rank, comm));
+  still_works("overlapping buffers");
+
+  /* The in-place layouts: all-gather from this rank's block, reduce-scatter into it. */
+  int32_t *g = recvbuf;
+  for (int i = 0; i < COUNT; i++) g[rank * COUNT + i] = rank * 100 + i;
+  tutti_result_t rc = tutti_allgather(g + rank * COUNT, g, COUNT, TUTTI_INT32, comm);
+  checks++;
+  if (rc != TUTTI_SUCCESS) fail("in-place all-gather refused: %s", tutti_comm_last_error(comm));
+  for (int r = 0; r < nranks && rc == TUTTI_SUCCESS; r++)
+    for (int i = 0; i < COUNT; i++)
+      if (g[r * COUNT + i] != r * 100 + i)
+        fail("in-place all-gather: element %d of block %d is %d", i, r, g[r * COUNT + i]);
+  for (int i = 0; i < COUNT * nranks; i++) g[i] = i;
+  rc = tutti_reduce_scatter(g, g + rank * COUNT, COUNT, TUTTI_INT32, TUTTI_SUM, comm);
+  checks++;
+  if (rc != TUTTI_SUCCESS) fail("in-place reduce-scatter refused: %s", tutti_comm_last_error(comm));
+  for (int i = 0; i < COUNT && rc == TUTTI_SUCCESS; i++)
+    if (g[rank * COUNT + i] != nranks * (rank * COUNT + i))
+      fail("in-place reduce-scatter: element %d is %d", i, g[rank * COUNT + i]);
+  fill_pattern();
+}
+
 static void null_comm(void) {
   int32_t *s = sendbuf, *r = recvbuf;
   int v = -5;
@@ -228,6 +265,7 @@ int main(void) {
   bad_ops_and_roots();
   null_comm();
   zero_counts();
+  overlaps();
   still_works("everything");
 
   rc = tutti_barrier(comm);
