@@ -35,12 +35,15 @@ tutti_result_t tutti__error(struct tutti_comm *comm, tutti_result_t res, const c
   WARN("coll", comm->rank, "%s: %s (%s)", op, reason, tutti_result_string(res));
   /* The first failure is the cause; later ones are usually its echoes. An invalid argument
    * does not break the communicator, so a later real failure may replace its text. */
-  if (comm->last_error[0] == '\0' || comm->failed == TUTTI_SUCCESS) {
-    char call[48] = "";
-    if (comm->call_seq) snprintf(call, sizeof call, " call #%u", comm->call_seq);
+  char call[48] = "";
+  if (comm->call_seq) snprintf(call, sizeof call, " call #%u", comm->call_seq);
+  /* A spin lock: held for one snprintf, and only on the error path. */
+  while (atomic_flag_test_and_set_explicit(&comm->error_lock, memory_order_acquire)) {
+  }
+  if (comm->last_error[0] == '\0' || comm->failed == TUTTI_SUCCESS)
     snprintf(comm->last_error, sizeof comm->last_error, "%s%s (rank %d of %d): %s", op, call,
              comm->rank, comm->nranks, reason);
-  }
+  atomic_flag_clear_explicit(&comm->error_lock, memory_order_release);
   return res;
 }
 

@@ -148,7 +148,10 @@ struct tutti_comm {
   unsigned report_seen; /* SIGUSR1 reports already written (forensics.c) */
   int listen_fd;       /* the data listener, kept open for tutti_comm_shrink */
   tutti_fingerprint_t fp; /* the call whose messages are being posted */
-  const char *op_name; /* the API call in progress, for messages */
+  /* The API call in progress, for messages. Atomic because the caller's thread names its
+   * call while the progress thread may be reporting an error of an earlier request. */
+  const char *_Atomic op_name;
+  atomic_flag error_lock; /* guards last_error: both threads may fail at once */
   atomic_int aborted;  /* set by tutti_comm_abort, possibly from another thread */
   atomic_int work_pending; /* new tasks for the progress thread (engine.c) */
   struct tutti_engine *engine; /* non-blocking requests and the progress thread, or NULL */
