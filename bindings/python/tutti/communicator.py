@@ -79,7 +79,7 @@ def get_unique_id():
     """Starts a rendezvous listener here; returns the id (bytes) every rank passes to init()."""
     uid = UniqueId()
     check(lib.tutti_get_unique_id(ctypes.byref(uid)), None, "tutti_get_unique_id")
-    return bytes(bytearray(uid.internal))
+    return ctypes.string_at(ctypes.addressof(uid), UNIQUE_ID_BYTES)
 
 
 def init(rank, size, unique_id):
