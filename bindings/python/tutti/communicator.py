@@ -11,6 +11,7 @@ Conventions (the same for every collective):
 """
 import ctypes
 import enum
+import operator
 import threading
 
 import numpy as np
@@ -87,9 +88,13 @@ def init(rank, size, unique_id):
     if not isinstance(unique_id, (bytes, bytearray)) or len(unique_id) != UNIQUE_ID_BYTES:
         raise bad_argument("tutti.init", "unique_id must be the %d bytes of get_unique_id()"
                            % UNIQUE_ID_BYTES)
-    if not (isinstance(size, int) and size >= 1):
+    try:
+        rank, size = operator.index(rank), operator.index(size)
+    except TypeError:
+        raise bad_argument("tutti.init", "rank and size must be integers") from None
+    if size < 1:
         raise bad_argument("tutti.init", "size must be a positive int, got %r" % (size,))
-    if not (isinstance(rank, int) and 0 <= rank < size):
+    if not 0 <= rank < size:
         raise bad_argument("tutti.init", "rank %r is not in [0, %d)" % (rank, size))
     uid = UniqueId()
     ctypes.memmove(ctypes.byref(uid), bytes(unique_id), UNIQUE_ID_BYTES)
@@ -310,7 +315,11 @@ class Communicator:
         raise bad_argument("op", "expected a tutti.ReduceOp, got %r" % (op,))
 
     def _root(self, root, what):
-        if not isinstance(root, int) or not 0 <= root < self.size:
+        try:
+            root = operator.index(root)
+        except TypeError:
+            raise bad_argument(what, "root must be an integer, got %r" % (root,)) from None
+        if not 0 <= root < self.size:
             raise bad_argument(what, "root %r is not a rank of this communicator (size %d)"
                                % (root, self.size))
         return root
