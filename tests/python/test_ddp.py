@@ -18,8 +18,10 @@ def test_ddp_parameters_match_gloo(tmp_path):
         saved[backend] = torch.load(str(path))
     a, b = saved["tutti"], saved["gloo"]
     assert a.keys() == b.keys() and len(a) == 4
-    init = torch.nn.Linear(8, 32)  # the training must have moved the weights at all
     for k in a:
         assert torch.allclose(a[k], b[k], rtol=1e-5, atol=1e-6), (k, (a[k] - b[k]).abs().max())
-    assert not torch.allclose(a["0.bias"], torch.zeros_like(a["0.bias"]))
-    del init
+    # the runs must have trained at all: parameters moved away from the seeded start
+    torch.manual_seed(1234)
+    start = torch.nn.Sequential(torch.nn.Linear(8, 32), torch.nn.Tanh(),
+                                torch.nn.Linear(32, 4)).state_dict()
+    assert all((a[k] - start[k]).abs().max() > 1e-3 for k in a)

@@ -20,3 +20,10 @@ SUM, PROD, MIN, MAX, AVG = ReduceOp.SUM, ReduceOp.PROD, ReduceOp.MIN, ReduceOp.M
 BAND, BOR, BXOR = ReduceOp.BAND, ReduceOp.BOR, ReduceOp.BXOR
 
 __version__ = "0.1.0"
+__all__ = ["Communicator", "Request", "PremulSumOp", "ReduceOp", "init", "init_env",
+           "get_unique_id", "group", "group_start", "group_end", "result_string",
+           "Error", "InvalidArgumentError", "InvalidUsageError", "SystemCallError", "RemoteError",
+           "TimeoutExpiredError", "AbortedError", "InternalError", "UNIQUE_ID_BYTES",
+           "SPLIT_NOCOLOR", "SUM", "PROD", "MIN", "MAX", "AVG", "BAND", "BOR", "BXOR", "INT8",
+           "UINT8", "INT32", "UINT32", "INT64", "UINT64", "FLOAT16", "BFLOAT16", "FLOAT32",
+           "FLOAT64", "FLOAT8_E4M3", "FLOAT8_E5M2"]
