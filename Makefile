@@ -32,7 +32,7 @@ test-asan:
 test-tsan:
 	@cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTUTTI_TSAN=ON >/dev/null
 	@cmake --build $(TSAN_BUILD) -j $(JOBS)
-	cd $(TSAN_BUILD) && TSAN_OPTIONS="halt_on_error=0 exitcode=66 second_deadlock_stack=1 $(TSAN_OPTIONS)" \
+	cd $(TSAN_BUILD) && TUTTI_TEST_QUICK=1 TSAN_OPTIONS="halt_on_error=0 exitcode=66 second_deadlock_stack=1 $(TSAN_OPTIONS)" \
 	  ctest $(CTEST_ARGS) -R '$(TSAN_TESTS)'
 
 # Every libFuzzer target for FUZZ_SECONDS each (clang); ctest's fuzz_short runs ~10 s each.
