@@ -1,10 +1,15 @@
 # Thin wrapper over CMake for the README's commands.
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
+TSAN_BUILD ?= build-tsan
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 300
+# The integration tests whose processes run more than one thread (progress threads, abort).
+TSAN_TESTS ?= ^(nb_check_|abort_check_|coll_check_n3_|ops_check_n3_|split_check_)
 JOBS       ?= $(shell nproc)
 CTEST_ARGS ?= --output-on-failure -j $(JOBS)
 
-.PHONY: all demo test test-asan bench clean
+.PHONY: all demo test test-asan test-tsan fuzz bench clean
 
 all: $(BUILD)/Makefile
 	@cmake --build $(BUILD) -j $(JOBS) -- --no-print-directory
@@ -23,10 +28,21 @@ test-asan:
 	@cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && TUTTI_TEST_QUICK=1 ctest $(CTEST_ARGS)
 
+# Races are reported (exit code 66) without stopping at the first one.
+test-tsan:
+	@cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTUTTI_TSAN=ON >/dev/null
+	@cmake --build $(TSAN_BUILD) -j $(JOBS)
+	cd $(TSAN_BUILD) && TUTTI_TEST_QUICK=1 TSAN_OPTIONS="halt_on_error=0 exitcode=66 second_deadlock_stack=1 $(TSAN_OPTIONS)" \
+	  ctest $(CTEST_ARGS) -R '$(TSAN_TESTS)'
+
+# Every libFuzzer target for FUZZ_SECONDS each (clang); ctest's fuzz_short runs ~10 s each.
+fuzz:
+	tests/fuzz/build_and_run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+
 bench: all
 	$(BUILD)/bin/tutti-run -n 2 $(BUILD)/bin/tutti-bench -c all -b 8 -e 64M --check
 	TUTTI_TRANSPORT=tcp $(BUILD)/bin/tutti-run -n 2 $(BUILD)/bin/tutti-bench -c all -b 8 -e 64M --check
 	TUTTI_TRANSPORT=shm $(BUILD)/bin/tutti-run -n 4 $(BUILD)/bin/tutti-bench -c all -b 8 -e 64M --check
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD)

@@ -20,48 +20,13 @@
 #include <unistd.h>
 
 #include "bootstrap/bootstrap.h"
+#include "bootstrap/rdv_wire.h"
 #include "core/auth.h"
 #include "core/sock.h"
 
-#define RDV_MAGIC 0x74747472u /* "tttr" */
-#define RDV_VERSION 2u        /* 2: authenticated handshake */
 /* How long a connection may take to send its hello; a silent stranger holds the server up
  * this long at most. */
 #define RDV_HELLO_NS 5000000000LL
-
-_Static_assert(TUTTI_SECRET_BYTES == TUTTI_AUTH_KEY_BYTES, "the job secret is the HMAC key");
-
-/* The server's first words on every connection. */
-typedef struct rdv_challenge {
-  uint32_t magic;
-  uint32_t version;
-  uint8_t na[TUTTI_AUTH_NONCE_BYTES];
-} rdv_challenge_t;
-
-/* What a rank says about itself; its proof covers exactly these bytes. */
-typedef struct rdv_hello_fields {
-  uint32_t magic;
-  uint32_t version;
-  int32_t nranks;
-  int32_t rank;
-  tutti_rdv_entry_t entry;
-} rdv_hello_fields_t;
-
-typedef struct rdv_hello {
-  rdv_hello_fields_t f;
-  uint8_t nc[TUTTI_AUTH_NONCE_BYTES];
-  uint8_t proof[TUTTI_AUTH_PROOF_BYTES]; /* connector's, over f */
-} rdv_hello_t;
-
-/* The answer: this, then on success the table of nranks entries, then the server's proof over
- * this and the table's SHA-256. */
-typedef struct rdv_reply {
-  uint32_t magic;
-  int32_t status; /* a tutti_result_t */
-  uint64_t job_id;
-  int32_t nranks;
-  char reason[300];
-} rdv_reply_t;
 
 /* One authenticated connection and the nonces its answer must be bound to. */
 typedef struct rdv_peer {
@@ -191,31 +156,19 @@ static int receive_hello(rdv_server_t *s, rdv_peer_t *c, rdv_hello_t *h) {
   char err[256], why[320], who[64];
   int64_t dl = tutti__now_ns() + RDV_HELLO_NS;
   rdv_challenge_t ch = {RDV_MAGIC, RDV_VERSION, {0}};
+  rdv_hello_t raw;
   if (tutti__auth_make_nonce(c->na) != TUTTI_SUCCESS) {
     snprintf(why, sizeof why, "no nonce could be made");
     goto reject;
   }
   memcpy(ch.na, c->na, sizeof ch.na);
   if (tutti__sock_send_all(c->fd, &ch, sizeof ch, dl, err, sizeof err) != TUTTI_SUCCESS ||
-      tutti__sock_recv_all(c->fd, h, sizeof *h, dl, err, sizeof err) != TUTTI_SUCCESS) {
+      tutti__sock_recv_all(c->fd, &raw, sizeof raw, dl, err, sizeof err) != TUTTI_SUCCESS) {
     snprintf(why, sizeof why, "no complete hello: %s", err);
     goto reject;
   }
-  if (h->f.magic != RDV_MAGIC || h->f.version != RDV_VERSION) {
-    snprintf(why, sizeof why, "it does not speak the tutti rendezvous protocol version %u",
-             RDV_VERSION);
+  if (!tutti__rdv_hello_parse(s->secret, c->na, &raw, sizeof raw, h, why, sizeof why))
     goto reject;
-  }
-  struct iovec part = {&h->f, sizeof h->f};
-  if (!tutti__auth_verify(s->secret, TUTTI_AUTH_CONNECTOR, c->na, h->nc, &part, 1, h->proof)) {
-    snprintf(why, sizeof why, "it did not prove it knows the job secret (a stranger, a rank "
-             "of another job, or a replayed handshake)");
-    goto reject;
-  }
-  if (h->f.nranks < 1 || h->f.nranks > TUTTI_MAX_RANKS) {
-    snprintf(why, sizeof why, "it claims a world size of %d", h->f.nranks);
-    goto reject;
-  }
   memcpy(c->nc, h->nc, sizeof c->nc);
   return 1;
 reject:
@@ -304,11 +257,7 @@ static tutti_result_t send_hello(int fd, const uint8_t secret[TUTTI_SECRET_BYTES
   /* The server serves one connection at a time; allow it until its own deadline and then
    * some to reach this one. */
   TRY(tutti__sock_recv_all(fd, &ch, sizeof ch, deadline + 3000000000LL, err, errlen));
-  if (ch.magic != RDV_MAGIC || ch.version != RDV_VERSION) {
-    snprintf(err, errlen, "the rendezvous address is not a tutti rendezvous of this version");
-    return TUTTI_ERR_REMOTE;
-  }
-  memcpy(na, ch.na, TUTTI_AUTH_NONCE_BYTES);
+  TRY(tutti__rdv_challenge_parse(&ch, sizeof ch, na, err, errlen));
   rdv_hello_t h;
   memset(&h, 0, sizeof h);
   h.f = (rdv_hello_fields_t){RDV_MAGIC, RDV_VERSION, nranks, rank, *me};
@@ -328,7 +277,6 @@ tutti_result_t tutti__rdv_exchange(int fd, const uint8_t secret[TUTTI_SECRET_BYT
                                    tutti_rdv_entry_t **table, uint64_t *job_id, char *err,
                                    size_t errlen) {
   uint8_t na[TUTTI_AUTH_NONCE_BYTES], nc[TUTTI_AUTH_NONCE_BYTES];
-  uint8_t proof[TUTTI_AUTH_PROOF_BYTES], digest[TUTTI_AUTH_PROOF_BYTES];
   TRY(send_hello(fd, secret, nranks, rank, me, deadline, na, nc, err, errlen));
   /* The server gives up at its own deadline and says why; allow it time to say so. */
   int64_t answer_deadline = deadline + 3000000000LL;
@@ -342,53 +290,20 @@ tutti_result_t tutti__rdv_exchange(int fd, const uint8_t secret[TUTTI_SECRET_BYT
     return res;
   }
   TRY(res);
-  r.reason[sizeof r.reason - 1] = '\0';
-  if (r.magic != RDV_MAGIC) {
-    snprintf(err, errlen, "the rendezvous answered with garbage");
-    return TUTTI_ERR_REMOTE;
-  }
-  int ok = r.status == TUTTI_SUCCESS;
-  if (ok && r.nranks != nranks) {
-    snprintf(err, errlen, "the rendezvous answered for %d ranks, not %d", r.nranks, nranks);
-    return TUTTI_ERR_INVALID_USAGE;
-  }
-  tutti_rdv_entry_t *t = NULL;
-  if (ok && !(t = malloc((size_t)nranks * sizeof *t))) {
+  /* The rest of the answer is as long as the reply and this rank's own nranks say. */
+  size_t len = tutti__rdv_answer_bytes(&r, sizeof r, nranks);
+  uint8_t *answer = malloc(len);
+  if (!answer) {
     snprintf(err, errlen, "out of memory");
     return TUTTI_ERR_SYSTEM;
   }
-  /* The table's length is this rank's own nranks, checked above: nothing read decides it. */
-  if (ok) TRY_GOTO(tutti__sock_recv_all(fd, t, (size_t)nranks * sizeof *t, answer_deadline, err,
-                                        errlen), res, out);
-  TRY_GOTO(tutti__sock_recv_all(fd, proof, sizeof proof, answer_deadline, err, errlen), res,
-           out);
-  if (ok && tutti__auth_digest(t, (size_t)nranks * sizeof *t, digest) != TUTTI_SUCCESS) {
-    snprintf(err, errlen, "cannot hash the address table (libcrypto failed)");
-    res = TUTTI_ERR_INTERNAL;
-    goto out;
-  }
-  struct iovec parts[2] = {{&r, sizeof r}, {digest, sizeof digest}};
-  if (!tutti__auth_verify(secret, TUTTI_AUTH_ACCEPTOR, na, nc, parts, ok ? 2 : 1, proof)) {
-    snprintf(err, errlen, "the rendezvous did not prove it knows the job secret: it is not "
-             "this job's rendezvous");
-    res = TUTTI_ERR_REMOTE;
-    goto out;
-  }
-  if (!ok) {
-    snprintf(err, errlen, "%s", r.reason);
-    res = r.status > 0 && r.status <= TUTTI_ERR_INTERNAL ? (tutti_result_t)r.status
-                                                         : TUTTI_ERR_REMOTE;
-    goto out;
-  }
-  for (int i = 0; i < nranks; i++) {
-    t[i].host[TUTTI_HOST_BYTES - 1] = '\0';
-    t[i].boot_id[sizeof t[i].boot_id - 1] = '\0';
-  }
-  *table = t;
-  t = NULL;
-  *job_id = r.job_id;
-out:
-  free(t);
+  memcpy(answer, &r, sizeof r);
+  res = tutti__sock_recv_all(fd, answer + sizeof r, len - sizeof r, answer_deadline, err,
+                             errlen);
+  if (res == TUTTI_SUCCESS)
+    res = tutti__rdv_answer_parse(secret, na, nc, nranks, answer, len, table, job_id, err,
+                                  errlen);
+  free(answer);
   return res;
 }
 

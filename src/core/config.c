@@ -1,10 +1,12 @@
 /* The one table of TUTTI_* variables: name, default, documentation, and its parser. */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
+#include "core/config_parse.h"
 #include "core/internal.h"
 
 static const tutti_config_var_t config_vars[] = {
@@ -31,8 +33,8 @@ const tutti_config_var_t *tutti__config_table(int *count) {
   return config_vars;
 }
 
-static const char *value_of(const char *name) {
-  const char *v = getenv(name);
+static const char *value_of(tutti_config_lookup_fn get, void *ctx, const char *name) {
+  const char *v = get(name, ctx);
   if (v && *v) return v;
   int n;
   const tutti_config_var_t *t = tutti__config_table(&n);
@@ -41,70 +43,80 @@ static const char *value_of(const char *name) {
   return "";
 }
 
-/* Accepts a plain number with an optional k/m/g suffix (powers of 1024). */
+/* Accepts decimal digits with an optional k/m/g suffix (powers of 1024). A sign or leading
+ * space is refused (strtoull would read "-64" as 2^64 - 64), and so is a value whose suffix
+ * takes it past SIZE_MAX, which would otherwise wrap to a small size. */
 static int parse_size(const char *s, size_t *out) {
+  if (*s < '0' || *s > '9') return -1;
   char *end;
   errno = 0;
   unsigned long long v = strtoull(s, &end, 10);
-  if (errno || end == s) return -1;
+  if (errno || v > SIZE_MAX) return -1;
+  unsigned shift = 0;
   switch (*end) {
-  case 'k': case 'K': v <<= 10; end++; break;
-  case 'm': case 'M': v <<= 20; end++; break;
-  case 'g': case 'G': v <<= 30; end++; break;
+  case 'k': case 'K': shift = 10; end++; break;
+  case 'm': case 'M': shift = 20; end++; break;
+  case 'g': case 'G': shift = 30; end++; break;
   default: break;
   }
-  if (*end != '\0') return -1;
-  *out = (size_t)v;
+  if (*end != '\0' || v > (unsigned long long)(SIZE_MAX >> shift)) return -1;
+  *out = (size_t)v << shift;
   return 0;
 }
+
+/* Times become int64 nanosecond deadlines (now + seconds * 1e9): NaN, infinity or more than
+ * about 30 years would overflow that conversion, so they are refused. */
+#define MAX_TIME_VALUE 1e9
 
 static int parse_double(const char *s, double *out) {
   char *end;
   errno = 0;
   double v = strtod(s, &end);
-  if (errno || end == s || *end != '\0' || v < 0) return -1;
+  if (errno || end == s || *end != '\0' || !(v >= 0 && v <= MAX_TIME_VALUE)) return -1;
   *out = v;
   return 0;
 }
 
-tutti_result_t tutti__config_load(tutti_config_t *cfg, char *err, size_t errlen) {
+tutti_result_t tutti__config_parse(tutti_config_lookup_fn get, void *ctx, tutti_config_t *cfg,
+                                   char *err, size_t errlen) {
   memset(cfg, 0, sizeof *cfg);
-  const char *v = value_of("TUTTI_TRANSPORT");
+  const char *v = value_of(get, ctx, "TUTTI_TRANSPORT");
   if (!strcasecmp(v, "auto")) cfg->transport = TUTTI_TRANSPORT_AUTO;
   else if (!strcasecmp(v, "shm")) cfg->transport = TUTTI_TRANSPORT_SHM;
   else if (!strcasecmp(v, "tcp")) cfg->transport = TUTTI_TRANSPORT_TCP;
   else goto bad_transport;
 
-  snprintf(cfg->algo, sizeof cfg->algo, "%s", value_of("TUTTI_ALGO"));
-  snprintf(cfg->ifname, sizeof cfg->ifname, "%s", value_of("TUTTI_SOCKET_IFNAME"));
-  if (parse_double(value_of("TUTTI_TIMEOUT"), &cfg->timeout_s) || cfg->timeout_s <= 0) {
-    snprintf(err, errlen, "TUTTI_TIMEOUT=%s is not a positive number of seconds",
-             value_of("TUTTI_TIMEOUT"));
+  snprintf(cfg->algo, sizeof cfg->algo, "%s", value_of(get, ctx, "TUTTI_ALGO"));
+  snprintf(cfg->ifname, sizeof cfg->ifname, "%s", value_of(get, ctx, "TUTTI_SOCKET_IFNAME"));
+  if (parse_double(value_of(get, ctx, "TUTTI_TIMEOUT"), &cfg->timeout_s) || cfg->timeout_s <= 0) {
+    snprintf(err, errlen, "TUTTI_TIMEOUT=%s is not a positive number of seconds up to 1e9",
+             value_of(get, ctx, "TUTTI_TIMEOUT"));
     return TUTTI_ERR_INVALID_ARGUMENT;
   }
-  if (parse_size(value_of("TUTTI_CHUNK_SIZE"), &cfg->chunk_bytes) || cfg->chunk_bytes < 64) {
+  if (parse_size(value_of(get, ctx, "TUTTI_CHUNK_SIZE"), &cfg->chunk_bytes) ||
+      cfg->chunk_bytes < 64) {
     snprintf(err, errlen, "TUTTI_CHUNK_SIZE=%s is not a size of at least 64 bytes",
-             value_of("TUTTI_CHUNK_SIZE"));
+             value_of(get, ctx, "TUTTI_CHUNK_SIZE"));
     return TUTTI_ERR_INVALID_ARGUMENT;
   }
-  if (parse_size(value_of("TUTTI_SHM_QUEUE_SIZE"), &cfg->shm_queue_bytes) ||
+  if (parse_size(value_of(get, ctx, "TUTTI_SHM_QUEUE_SIZE"), &cfg->shm_queue_bytes) ||
       cfg->shm_queue_bytes < 4096 || (cfg->shm_queue_bytes & (cfg->shm_queue_bytes - 1))) {
     snprintf(err, errlen, "TUTTI_SHM_QUEUE_SIZE=%s is not a power of two of at least 4096",
-             value_of("TUTTI_SHM_QUEUE_SIZE"));
+             value_of(get, ctx, "TUTTI_SHM_QUEUE_SIZE"));
     return TUTTI_ERR_INVALID_ARGUMENT;
   }
-  if (parse_double(value_of("TUTTI_SPIN_US"), &cfg->spin_us)) {
-    snprintf(err, errlen, "TUTTI_SPIN_US=%s is not a number of microseconds",
-             value_of("TUTTI_SPIN_US"));
+  if (parse_double(value_of(get, ctx, "TUTTI_SPIN_US"), &cfg->spin_us)) {
+    snprintf(err, errlen, "TUTTI_SPIN_US=%s is not a number of microseconds from 0 to 1e9",
+             value_of(get, ctx, "TUTTI_SPIN_US"));
     return TUTTI_ERR_INVALID_ARGUMENT;
   }
-  v = value_of("TUTTI_CMA");
+  v = value_of(get, ctx, "TUTTI_CMA");
   if (strcmp(v, "0") && strcmp(v, "1")) {
     snprintf(err, errlen, "TUTTI_CMA=%s is not 0 or 1", v);
     return TUTTI_ERR_INVALID_ARGUMENT;
   }
   cfg->cma = v[0] == '1';
-  v = value_of("TUTTI_REPORT_SIGNAL");
+  v = value_of(get, ctx, "TUTTI_REPORT_SIGNAL");
   if (strcmp(v, "0") && strcmp(v, "1")) {
     snprintf(err, errlen, "TUTTI_REPORT_SIGNAL=%s is not 0 or 1", v);
     return TUTTI_ERR_INVALID_ARGUMENT;
@@ -115,4 +127,13 @@ tutti_result_t tutti__config_load(tutti_config_t *cfg, char *err, size_t errlen)
 bad_transport:
   snprintf(err, errlen, "TUTTI_TRANSPORT=%s is not one of auto, shm, tcp", v);
   return TUTTI_ERR_INVALID_ARGUMENT;
+}
+
+static const char *env_lookup(const char *name, void *ctx) {
+  (void)ctx;
+  return getenv(name);
+}
+
+tutti_result_t tutti__config_load(tutti_config_t *cfg, char *err, size_t errlen) {
+  return tutti__config_parse(env_lookup, NULL, cfg, err, errlen);
 }

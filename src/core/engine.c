@@ -230,10 +230,12 @@ static void *progress_main(void *arg) {
     }
     if (!e->head) e->tail = NULL;
     e->busy = 1;
+    /* Read under the lock: tutti__engine_destroy sets it from another thread. */
+    int stopping = e->stop;
     pthread_mutex_unlock(&e->mu);
 
     if (coll) {
-      tutti_result_t res = e->stop ? TUTTI_ERR_ABORTED : run_request(comm, coll);
+      tutti_result_t res = stopping ? TUTTI_ERR_ABORTED : run_request(comm, coll);
       pthread_mutex_lock(&e->mu);
       complete_locked(e, coll, res);
       e->busy = 0;

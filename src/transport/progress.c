@@ -10,6 +10,7 @@
 #include "algo/algo.h"
 #include "core/forensics.h"
 #include "kernels/kernels.h"
+#include "transport/header_check.h"
 #include "transport/transport.h"
 
 #define HDR_BYTES sizeof(tutti_msg_hdr_t)
@@ -76,9 +77,10 @@ static const char *coll_label(int coll) {
 
 /* Compares what the peer says it is calling with what this rank calls, field by field, so the
  * message names the field and both values. */
-static tutti_result_t check_fingerprint(struct tutti_comm *comm, const tutti_xfer_t *op,
-                                        const tutti_fingerprint_t *got, const char *who) {
-  const tutti_fingerprint_t *want = &op->hdr.fp;
+static tutti_result_t check_fingerprint(const tutti_msg_hdr_t *want_hdr,
+                                        const tutti_fingerprint_t *got, const char *who,
+                                        char *msg, size_t msglen) {
+  const tutti_fingerprint_t *want = &want_hdr->fp;
   const char *what = coll_label(want->coll);
   char field[160] = "";
   if (got->coll != want->coll)
@@ -98,20 +100,60 @@ static tutti_result_t check_fingerprint(struct tutti_comm *comm, const tutti_xfe
     snprintf(field, sizeof field, "called %s with count %llu where this rank used count %llu",
              what, (unsigned long long)got->count, (unsigned long long)want->count);
   if (!field[0]) return TUTTI_SUCCESS;
-  return tutti__error(comm, TUTTI_ERR_INVALID_USAGE, "the ranks disagree on call #%u: %s %s",
-                      op->hdr.seq, who, field);
+  snprintf(msg, msglen, "the ranks disagree on call #%u: %s %s", want_hdr->seq, who, field);
+  return TUTTI_ERR_INVALID_USAGE;
 }
 
 /* A header that does not match what this rank posted means the ranks disagree on the call
  * sequence or the sizes; reading on would misinterpret bytes, so fail loudly instead. */
+tutti_result_t tutti__hdr_check(const tutti_msg_hdr_t *want, const void *got_bytes,
+                                size_t got_len, const char *who, char *msg, size_t msglen) {
+  tutti_msg_hdr_t got;
+  if (got_len < sizeof got) {
+    snprintf(msg, msglen, "received a truncated message header (%zu bytes) from %s", got_len,
+             who);
+    return TUTTI_ERR_REMOTE;
+  }
+  memcpy(&got, got_bytes, sizeof got);
+  if (got.magic == TUTTI_MSG_MAGIC && got.seq == want->seq && got.len == want->len &&
+      memcmp(&got.fp, &want->fp, sizeof got.fp) == 0)
+    return TUTTI_SUCCESS;
+  if (got.magic == TUTTI_ABORT_MAGIC) {
+    tutti_result_t code = got.seq == TUTTI_ERR_INVALID_USAGE ? TUTTI_ERR_INVALID_USAGE
+                                                              : TUTTI_ERR_REMOTE;
+    snprintf(msg, msglen, "%s gave up on call #%u: %s", who, want->seq,
+             code == TUTTI_ERR_INVALID_USAGE
+                 ? "the ranks disagree on the call (see that rank's error)"
+                 : "it failed");
+    return code;
+  }
+  if (got.magic != TUTTI_MSG_MAGIC) {
+    snprintf(msg, msglen, "received a corrupt message header from %s", who);
+    return TUTTI_ERR_REMOTE;
+  }
+  tutti_result_t res = check_fingerprint(want, &got.fp, who, msg, msglen);
+  if (res != TUTTI_SUCCESS) return res;
+  if (got.seq != want->seq || got.len != want->len) {
+    snprintf(msg, msglen,
+             "%s sent %llu bytes for its call #%u while this rank expected %llu bytes for call "
+             "#%u: the ranks called different collectives, counts or dtypes",
+             who, (unsigned long long)got.len, got.seq, (unsigned long long)want->len,
+             want->seq);
+    return TUTTI_ERR_INVALID_USAGE;
+  }
+  return TUTTI_SUCCESS;
+}
+
 static tutti_result_t check_header(struct tutti_comm *comm, const tutti_xfer_t *op,
                                    const tutti_msg_hdr_t *got) {
   /* The common case costs three compares; sentences are built only for a mismatch. */
   if (got->magic == TUTTI_MSG_MAGIC && got->seq == op->hdr.seq && got->len == op->len &&
       memcmp(&got->fp, &op->hdr.fp, sizeof got->fp) == 0)
     return TUTTI_SUCCESS;
-  char who[128];
+  char who[128], msg[512];
   tutti__peer_desc(comm, op->peer, who, sizeof who);
+  /* An abort frame names the rank whose failure the sender's follows from: only this side
+   * can describe that rank, so it is read here; everything else is the pure check's. */
   if (got->magic == TUTTI_ABORT_MAGIC) {
     tutti_result_t code = got->seq == TUTTI_ERR_INVALID_USAGE ? TUTTI_ERR_INVALID_USAGE
                                                                : TUTTI_ERR_REMOTE;
@@ -133,18 +175,9 @@ static tutti_result_t check_header(struct tutti_comm *comm, const tutti_xfer_t *
     return tutti__error(comm, code, "%s gave up on call #%u because %s", who, op->hdr.seq,
                         cause);
   }
-  if (got->magic != TUTTI_MSG_MAGIC)
-    return tutti__error(comm, TUTTI_ERR_REMOTE, "received a corrupt message header from %s",
-                        who);
-  TRY(check_fingerprint(comm, op, &got->fp, who));
-  if (got->seq != op->hdr.seq || got->len != op->len)
-    return tutti__error(comm, TUTTI_ERR_INVALID_USAGE,
-                        "%s sent %llu bytes for its call #%u while this rank expected %llu "
-                        "bytes for call #%u: the ranks called different collectives, counts "
-                        "or dtypes",
-                        who, (unsigned long long)got->len, got->seq,
-                        (unsigned long long)op->len, op->hdr.seq);
-  return TUTTI_SUCCESS;
+  tutti_result_t res = tutti__hdr_check(&op->hdr, got, sizeof *got, who, msg, sizeof msg);
+  if (res == TUTTI_SUCCESS) return res;
+  return tutti__error(comm, res, "%s", msg);
 }
 
 static tutti_result_t progress_recvs(struct tutti_comm *comm, int peer, int *moved_any) {

@@ -126,6 +126,13 @@ static tutti_result_t shm_send(tutti_transport_t *t, int peer, const struct iove
   char *data = s->data + q * s->qbytes;
   uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
   uint64_t tail = atomic_load_explicit(&r->tail, memory_order_acquire);
+  /* The peer writes tail: one ahead of head (only corruption does that) would make room
+   * exceed the ring and the copies below run past it. */
+  if (head - tail > s->qbytes) {
+    char who[128];
+    return tutti__error(t->comm, TUTTI_ERR_INTERNAL, "shared queue to %s is corrupt",
+                        tutti__peer_desc(t->comm, peer, who, sizeof who));
+  }
   size_t room = s->qbytes - (size_t)(head - tail), total = 0;
   for (int i = 0; i < iovcnt && room > 0; i++) {
     const char *src = iov[i].iov_base;
