@@ -2,7 +2,7 @@
 """gloo_bench: the tutti-bench sweep over torch.distributed's gloo backend.
 
     /usr/bin/python3 gloo_bench.py -N NRANKS [all|allreduce,allgather,broadcast] [-b 8] [-e 64M]
-        [-f 2] [-n ITERS|auto] [-w 5] [-c 0|1] [--inplace|--outofplace] [--faults] [--json]
+        [-f 2] [--sizes S1,S2,...] [-n ITERS|auto] [-w 5] [-c 0|1] [--inplace|--outofplace] [--faults] [--json]
         [--port P]
 
 `--nranks N` (or `-N`) starts N worker processes of this script with the env:// variables
@@ -50,6 +50,7 @@ def parse_args(argv):
     p.add_argument("-b", type=parse_size, default=8)
     p.add_argument("-e", type=parse_size, default=64 << 20)
     p.add_argument("-f", type=int, default=2)
+    p.add_argument("--sizes", default="")
     p.add_argument("-n", default="auto")
     p.add_argument("-w", type=int, default=5)
     p.add_argument("-c", type=int, default=1)
@@ -66,6 +67,9 @@ def parse_args(argv):
     if bad or a.f < 2 or a.b < 1 or a.b > a.e or (a.inplace and a.outofplace):
         p.error("bad collective, sizes or variants: %s" % (bad or ""))
     a.colls = names
+    a.sizes = [parse_size(x) for x in a.sizes.split(",") if x]
+    if a.sizes:
+        a.b, a.e = a.sizes[0], a.sizes[-1]
     a.iters = 0 if a.n == "auto" else int(a.n)
     return a
 
@@ -191,7 +195,11 @@ class Bench:
                 wrong += sum(r["wrong"] or 0 for r in res.values())
                 if self.rank == 0:
                     self.row(coll, size, res)
-            s = 0 if s > a.e // a.f else s * a.f
+            if a.sizes:
+                i = a.sizes.index(s) + 1
+                s = a.sizes[i] if i < len(a.sizes) else 0
+            else:
+                s = 0 if s > a.e // a.f else s * a.f
         return wrong
 
     def row(self, coll, size, res):

@@ -7,7 +7,8 @@
  * both. float32, sum only.
  *
  *   mpirun -n N mpi_bench [allreduce,allgather,reduce_scatter,broadcast|all] [-b 8] [-e 64M]
- *       [-f 2] [-n ITERS|auto] [-w 5] [-c 0|1] [--inplace|--outofplace] [--faults] [--json]
+ *       [-f 2] [--sizes S1,S2,...] [-n ITERS|auto] [-w 5] [-c 0|1] [--inplace|--outofplace]
+ *       [--faults] [--json]
  *
  * Calls: MPI_Allreduce, MPI_Allgather, MPI_Reduce_scatter_block, MPI_Bcast. In place means
  * MPI_IN_PLACE (all-gather's own block already at rank*count; reduce-scatter's result at the
@@ -47,7 +48,9 @@ static struct {
   size_t minb, maxb, factor;
   long warmup, iters;
   int check, json, faults, oop, ip;
-} opt = {0, 8, 64u << 20, 2, 5, 0, 1, 0, 0, 1, 1};
+  size_t sizes[64]; /* --sizes: this increasing list instead of -b -e -f */
+  int nsizes;
+} opt = {0, 8, 64u << 20, 2, 5, 0, 1, 0, 0, 1, 1, {0}, 0};
 
 static void usage_exit(const char *what, const char *arg, int rank) {
   if (rank == 0)
@@ -88,6 +91,28 @@ static int add_colls(const char *arg) {
   return any;
 }
 
+static void parse_sizes(const char *arg, int rank) {
+  char list[1024];
+  snprintf(list, sizeof(list), "%s", arg ? arg : "");
+  for (char *t = strtok(list, ","); t; t = strtok(NULL, ",")) {
+    size_t s = parse_size(t, rank);
+    if (opt.nsizes == 64 || !s || (opt.nsizes && s <= opt.sizes[opt.nsizes - 1]))
+      usage_exit("--sizes: at most 64 positive sizes, increasing", arg, rank);
+    opt.sizes[opt.nsizes++] = s;
+  }
+  if (!opt.nsizes)
+    usage_exit("--sizes: no size", arg, rank);
+}
+
+static size_t next_size(size_t s) {
+  for (int i = 0; i + 1 < opt.nsizes; i++)
+    if (opt.sizes[i] == s)
+      return opt.sizes[i + 1];
+  if (opt.nsizes)
+    return 0;
+  return s > opt.maxb / opt.factor ? 0 : s * opt.factor;
+}
+
 static void parse_args(int argc, char **argv, int rank) {
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -98,6 +123,7 @@ static void parse_args(int argc, char **argv, int rank) {
     else if (!strcmp(a, "-n")) opt.iters = v && strcmp(v, "auto") ? atol(v) : 0;
     else if (!strcmp(a, "-w")) opt.warmup = v ? atol(v) : 0;
     else if (!strcmp(a, "-c")) opt.check = v ? atoi(v) : 1;
+    else if (!strcmp(a, "--sizes")) parse_sizes(v, rank);
     else if (!strcmp(a, "--json")) opt.json = 1, takes = 0;
     else if (!strcmp(a, "--faults")) opt.faults = 1, takes = 0;
     else if (!strcmp(a, "--inplace")) opt.oop = 0, takes = 0;
@@ -108,6 +134,10 @@ static void parse_args(int argc, char **argv, int rank) {
   }
   if (!opt.colls)
     opt.colls = 1u << ALLREDUCE;
+  if (opt.nsizes) {
+    opt.minb = opt.sizes[0];
+    opt.maxb = opt.sizes[opt.nsizes - 1];
+  }
   if (opt.factor < 2 || !opt.minb || opt.minb > opt.maxb || opt.iters < 0 || opt.warmup < 0 ||
       (!opt.oop && !opt.ip))
     usage_exit("bad sizes, counts or variants", "", rank);
@@ -250,7 +280,7 @@ static double sweep(struct run *b, enum kind k, const char *lib) {
                opt.faults ? "   minflt" : "");
     printf("\n");
   }
-  for (size_t s = opt.minb; s; s = s > opt.maxb / opt.factor ? 0 : s * opt.factor) {
+  for (size_t s = opt.minb; s; s = next_size(s)) {
     size_t count = s / sizeof(float) / (per_rank[k] ? n : 1);
     count = count ? count : 1;
     size_t size = count * sizeof(float) * (per_rank[k] ? n : 1);

@@ -43,6 +43,7 @@ static const char help[] =
     "x 1 for broadcast and reduce. 1 GB/s = 1e9 B/s.\n"
     "\n"
     "tutti-bench options:\n"
+    "  --sizes S1,S2,...       exactly these sizes, increasing (instead of -b -e -f -i)\n"
     "  --inplace | --outofplace   time only that variant (default both)\n"
     "  --faults                add minflt: minor page faults per call (getrusage ru_minflt\n"
     "                          over the timed calls / calls, the most of any rank; all threads)\n"
@@ -119,6 +120,21 @@ static int add_colls(struct bench_opts *o, const char *arg) {
   return any;
 }
 
+/* --sizes 8,1k,64k: an increasing list of at most 64 sizes. */
+static void parse_sizes(struct bench_opts *o, const char *arg) {
+  char list[1024];
+  snprintf(list, sizeof(list), "%s", arg ? arg : "");
+  o->nsizes = 0;
+  for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
+    size_t s = parse_size(tok);
+    if (o->nsizes == 64 || s == 0 || (o->nsizes && s <= o->sizes[o->nsizes - 1]))
+      bench_bad_usage("--sizes: at most 64 positive sizes, increasing", arg);
+    o->sizes[o->nsizes++] = s;
+  }
+  if (!o->nsizes)
+    bench_bad_usage("--sizes: no size", arg);
+}
+
 /* The option names: short, nccl-tests' long, and ours (either may be NULL). */
 static int is(const char *a, const char *s, const char *l1, const char *l2) {
   return (s && !strcmp(a, s)) || (l1 && !strcmp(a, l1)) || (l2 && !strcmp(a, l2));
@@ -152,6 +168,7 @@ void bench_parse_args(int argc, char **argv, struct bench_opts *o) {
     else if (is(a, NULL, "--json", NULL)) o->cols.format = FMT_JSON, takes = 0;
     else if (is(a, NULL, "--faults", NULL)) o->cols.faults = 1, takes = 0;
     else if (is(a, NULL, "--roofline", NULL)) o->cols.roof = 1, takes = 0;
+    else if (is(a, NULL, "--sizes", NULL)) parse_sizes(o, v);
     else if (is(a, "-b", "--minbytes", NULL)) o->minb = parse_size(v);
     else if (is(a, "-e", "--maxbytes", NULL)) o->maxb = parse_size(v);
     else if (is(a, "-f", "--stepfactor", NULL)) o->factor = (size_t)parse_count(v, 1);
@@ -190,6 +207,10 @@ void bench_parse_args(int argc, char **argv, struct bench_opts *o) {
     bench_bad_usage("--inplace and --outofplace exclude each other", "");
   o->cols.oop = !only_ip;
   o->cols.ip = !only_oop;
+  if (o->nsizes) { /* the list wins over -b and -e, in any order */
+    o->minb = o->sizes[0];
+    o->maxb = o->sizes[o->nsizes - 1];
+  }
   if (o->minb == 0) /* a call moves at least one element anyway */
     o->minb = 1;
   if (o->minb > o->maxb)

@@ -113,6 +113,8 @@ void bench_print_row(const struct bench_columns *cols, const struct bench_row *r
 struct bench_opts {
   unsigned colls; /* bit i: bench_colls[i] */
   size_t minb, maxb, factor, step; /* sizes: *factor when factor > 1, else +step */
+  size_t sizes[64];                /* --sizes: this list instead, increasing */
+  int nsizes;
   long warmup, iters;              /* iters 0: calibrated ("auto") */
   int check, blocking;
   int root;

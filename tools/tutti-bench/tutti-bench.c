@@ -131,6 +131,12 @@ static void bench_variant(const struct bench_run *b, const struct bench_coll *c,
 
 /* The sizes of the sweep in order: returns the next after s, or 0 after the last. */
 static size_t next_size(size_t s) {
+  if (opt.nsizes) {
+    for (int i = 0; i + 1 < opt.nsizes; i++)
+      if (opt.sizes[i] == s)
+        return opt.sizes[i + 1];
+    return 0;
+  }
   if (opt.factor > 1)
     return s == 0 || s > opt.maxb / opt.factor ? 0 : s * opt.factor;
   return s > opt.maxb - opt.step ? 0 : s + opt.step;
