@@ -116,10 +116,10 @@ while [ "$round" -le "$ROUNDS" ]; do
         "$BIN/mpi_bench_openmpi" "$COLLS" --sizes "$SIZES" --json --outofplace ;;
       mpich) run mpich "$n" mpiexec.mpich -n "$n" \
         "$BIN/mpi_bench_mpich" "$COLLS" --sizes "$SIZES" --json --outofplace ;;
-      # gloo: both variants, since torch's natural call is in place for all_reduce and
-      # broadcast and out of place for all_gather; peers.md takes the better of the two.
+      # gloo: torch's own form of each call (in place for all_reduce and broadcast, out of
+      # place for all_gather: torch has no other), which is also gloo's faster one.
       gloo) run gloo "$n" $PY bench/peers/gloo_bench.py -N "$n" "$COLLS" --sizes "$SIZES" \
-        --json ;;
+        --json --natural ;;
       *) log "unknown program $p" && exit 2 ;;
       esac
     done

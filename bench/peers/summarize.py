@@ -48,7 +48,7 @@ def load(raw):
             if "tcp_loopback" in o:
                 tcp[rnd] = o["tcp_loopback"]
                 continue
-            # gloo runs both variants; it is judged by its better one (its natural call).
+            # A row may hold both variants (gloo_bench without --natural): the faster one counts.
             variants = [o[k] for k in ("out_of_place", "in_place") if k in o]
             best = max(variants, key=lambda v: v["busbw_gbs"])
             key = (prog, n, o["collective"], nominal(o["size"], n))
@@ -255,9 +255,9 @@ def main():
            "timed back-to-back calls; time = the slowest rank's mean per call; nccl-tests' "
            "algbw and busbw (1 GB = 1e9 B); size = the whole buffer (all-gather's output, "
            "reduce-scatter's input).",
-           "- tutti, Open MPI and MPICH: out-of-place calls. gloo: the better of its out-of-place "
-           "and in-place forms (torch's natural call). torch 1.13's gloo has no reduce_scatter: "
-           "those cells are empty.",
+           "- tutti, Open MPI and MPICH: out-of-place calls. gloo: torch's own form of each call "
+           "(in-place all_reduce and broadcast, out-of-place all_gather; `gloo_bench.py "
+           "--natural`). torch 1.13's gloo has no reduce_scatter: those cells are empty.",
            "- Each round runs tutti, Open MPI, MPICH, gloo one after the other at each n, then "
            "tutti over tcp (n = 2) and raw loopback TCP; cells are medians over rounds, ratios "
            "the medians of per-round ratios.",
