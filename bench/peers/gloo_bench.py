@@ -174,7 +174,7 @@ class Bench:
         algbw = size / us * 1e-3
         steps = BUS_STEPS[coll]
         busbw = algbw * (steps * (self.n - 1) / self.n if steps else 1.0)
-        return {"time_us": round(us, 3), "algbw_gbs": float("%.6g" % algbw),
+        return {"time_us": round(us, 4), "algbw_gbs": float("%.6g" % algbw),
                 "busbw_gbs": float("%.6g" % busbw), "wrong": None if wrong < 0 else wrong,
                 "minflt_per_op": round(flt, 3), "iters": iters}
 

@@ -259,7 +259,7 @@ static void print_group(const struct result *r) {
 }
 
 static void json_group(const char *name, const struct result *r) {
-  printf(",\"%s\":{\"time_us\":%.3f,\"algbw_gbs\":%.6g,\"busbw_gbs\":%.6g,", name, r->us,
+  printf(",\"%s\":{\"time_us\":%.4f,\"algbw_gbs\":%.6g,\"busbw_gbs\":%.6g,", name, r->us,
          r->algbw, r->busbw);
   if (r->wrong < 0)
     printf("\"wrong\":null,");

@@ -61,7 +61,7 @@ static void text_group(const struct bench_columns *k, const struct bench_result 
 }
 
 static void json_group(const char *name, const struct bench_result *r, double bound) {
-  printf(",\"%s\":{\"time_us\":%.3f,\"algbw_gbs\":%.6g,\"busbw_gbs\":%.6g,", name, r->us,
+  printf(",\"%s\":{\"time_us\":%.4f,\"algbw_gbs\":%.6g,\"busbw_gbs\":%.6g,", name, r->us,
          r->algbw, r->busbw);
   if (r->wrong < 0)
     printf("\"wrong\":null,");
