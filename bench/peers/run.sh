@@ -17,6 +17,7 @@
 #   OUT=bench/results  BUILD=build  RUN_TIMEOUT=900 (seconds per program run)
 #   NO_INSTALL=1                    never call apt-get
 set -eu
+# shellcheck disable=SC2086 # CFLAGS_B and TB are word lists, split on purpose
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
@@ -49,7 +50,6 @@ if [ -n "$need" ]; then
   [ "$(id -u)" = 0 ] || SUDO=sudo
   log "installing:$need"
   $SUDO apt-get update
-  # shellcheck disable=SC2086 # the list is meant to split
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends $need
 fi
 
