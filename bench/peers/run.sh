@@ -16,8 +16,8 @@
 #   PROGRAMS="tutti ompi mpich gloo"
 #   OUT=bench/results  BUILD=build  RUN_TIMEOUT=900 (seconds per program run)
 #   NO_INSTALL=1                    never call apt-get
-set -eu
 # shellcheck disable=SC2086 # CFLAGS_B and TB are word lists, split on purpose
+set -eu
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
@@ -69,6 +69,7 @@ rm -f "$RAW"/*.jsonl "$RAW"/*.err "$RAW"/failures.txt
   echo "cpu: $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores"
   echo "memory: $(free -g | awk '/^Mem:/ {print $2}') GiB"
   echo "kernel: $(uname -r)"
+  # shellcheck source=/dev/null
   echo "os: $(. /etc/os-release && echo "$PRETTY_NAME")"
   echo "tutti: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
   echo "compiler: $(cc --version | head -1)"
