@@ -9,7 +9,11 @@ TSAN_TESTS ?= ^(nb_check_|abort_check_|coll_check_n3_|ops_check_n3_|split_check_
 JOBS       ?= $(shell nproc)
 CTEST_ARGS ?= --output-on-failure -j $(JOBS)
 
+<<<<<<< HEAD
 .PHONY: all demo test test-asan test-tsan fuzz bench clean
+=======
+.PHONY: all demo test test-asan bench bench-peers clean
+>>>>>>> peers
 
 all: $(BUILD)/Makefile
 	@cmake --build $(BUILD) -j $(JOBS) -- --no-print-directory
@@ -43,6 +47,11 @@ bench: all
 	$(BUILD)/bin/tutti-run -n 2 $(BUILD)/bin/tutti-bench -c all -b 8 -e 64M --check
 	TUTTI_TRANSPORT=tcp $(BUILD)/bin/tutti-run -n 2 $(BUILD)/bin/tutti-bench -c all -b 8 -e 64M --check
 	TUTTI_TRANSPORT=shm $(BUILD)/bin/tutti-run -n 4 $(BUILD)/bin/tutti-bench -c all -b 8 -e 64M --check
+
+# tutti against Open MPI, MPICH and gloo (installs them with apt-get if missing); writes
+# bench/results/peers.md and peers_busbw.png. ROUNDS, SIZES, NS override the sweep.
+bench-peers: all
+	BUILD=$(BUILD) bench/peers/run.sh
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD)

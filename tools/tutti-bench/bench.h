@@ -1,6 +1,7 @@
 /*
- * tutti-bench internals: the element access of dtype.c and the collective table of coll.c,
- * shared with the sweep in tutti-bench.c. Only the public header is used.
+ * tutti-bench internals: the element access of dtype.c, the collective table of coll.c, the
+ * machine bounds of roofline.c and the row printers of report.c, shared with the sweep in
+ * tutti-bench.c. Only the public header is used.
  */
 #ifndef TUTTI_BENCH_H
 #define TUTTI_BENCH_H
@@ -51,9 +52,82 @@ double bench_busbw_factor(const struct bench_coll *c, int n);
 /* Runs collective c once with count elements per call (the per-rank count for all-gather and
  * reduce-scatter), in place when b->inplace. */
 tutti_result_t bench_call(const struct bench_run *b, const struct bench_coll *c, size_t count);
+/* The same call through the non-blocking entry point: starts it and returns its request. */
+tutti_result_t bench_icall(const struct bench_run *b, const struct bench_coll *c, size_t count,
+                           tutti_request_t *req);
 /* Fills the buffers with small integers, runs c once and compares this rank's result with an
  * independently computed expectation. Returns the number of wrong elements through *wrong. */
 tutti_result_t bench_check(const struct bench_run *b, const struct bench_coll *c, size_t count,
                            double *wrong);
+
+/* ---- roofline.c ---- */
+
+/* What this machine's memory allows at one size, measured on every rank at once (so ranks that
+ * share a core share its bandwidth) and taken from the slowest rank, in GB/s (1e9 B/s):
+ * copy_gbs counts bytes copied, reduce_gbs output bytes of a float32 c = a + b pass. */
+struct bench_roof {
+  size_t size;
+  double copy_gbs, reduce_gbs;
+};
+
+/* Measures the bounds for size bytes per rank with the three scratch buffers (each >= size
+ * bytes); collective over b->comm, so every rank must call it with the same size. */
+tutti_result_t bench_roof_measure(const struct bench_run *b, size_t size, char *x, char *y,
+                                  char *z, struct bench_roof *out);
+/* The busbw collective c could reach at best under roof (see the --roofline help text). */
+double bench_roof_bound(const struct bench_coll *c, const struct bench_roof *roof);
+
+/* ---- report.c ---- */
+
+/* One timed variant (out of place or in place) of one size. */
+struct bench_result {
+  double us, algbw, busbw;
+  double wrong;  /* wrong elements over all ranks; < 0 when not checked */
+  double minflt; /* minor page faults per call, the most of any rank */
+  long iters;
+};
+
+/* One row: a size of one collective, with up to two variants (NULL when not run). */
+struct bench_row {
+  const struct bench_coll *coll;
+  int nranks, root;
+  size_t size, count;
+  const char *type, *op, *transport;
+  const struct bench_result *oop, *ip;
+  const struct bench_roof *roof; /* NULL without --roofline */
+};
+
+enum bench_format { FMT_TEXT, FMT_CSV, FMT_JSON };
+
+struct bench_columns {
+  enum bench_format format;
+  int oop, ip;      /* which variants are printed */
+  int faults, roof; /* the optional columns */
+};
+
+void bench_print_header(const struct bench_columns *cols, const struct bench_coll *c);
+void bench_print_row(const struct bench_columns *cols, const struct bench_row *row);
+
+/* ---- args.c ---- */
+
+struct bench_opts {
+  unsigned colls; /* bit i: bench_colls[i] */
+  size_t minb, maxb, factor, step; /* sizes: *factor when factor > 1, else +step */
+  size_t sizes[64];                /* --sizes: this list instead, increasing */
+  int nsizes;
+  long warmup, iters;              /* iters 0: calibrated ("auto") */
+  int check, blocking;
+  int root;
+  tutti_dtype_t dt;
+  tutti_op_t op;
+  struct bench_columns cols;
+};
+
+/* Fills o from the command line; prints the help and exits 0 for -h, complains (rank 0 only)
+ * and exits 2 for bad usage. */
+void bench_parse_args(int argc, char **argv, struct bench_opts *o);
+/* Exits 2 with the complaint, printed once (by rank 0) under any launcher. */
+void bench_bad_usage(const char *what, const char *arg);
+extern const char *const bench_op_names[5];
 
 #endif

@@ -41,6 +41,26 @@ tutti_result_t bench_call(const struct bench_run *b, const struct bench_coll *c,
   return TUTTI_ERR_INVALID_ARGUMENT;
 }
 
+tutti_result_t bench_icall(const struct bench_run *b, const struct bench_coll *c, size_t count,
+                           tutti_request_t *req) {
+  char *s = b->send, *r = b->recv;
+  size_t off = (size_t)b->rank * count * bench_esize(b->dt);
+  switch (c->kind) {
+  case B_ALLREDUCE:
+    return tutti_iallreduce(b->inplace ? r : s, r, count, b->dt, b->op, b->comm, req);
+  case B_ALLGATHER:
+    return tutti_iallgather(b->inplace ? r + off : s, r, count, b->dt, b->comm, req);
+  case B_REDUCE_SCATTER:
+    return b->inplace ? tutti_ireduce_scatter(r, r + off, count, b->dt, b->op, b->comm, req)
+                      : tutti_ireduce_scatter(s, r, count, b->dt, b->op, b->comm, req);
+  case B_BROADCAST:
+    return tutti_ibroadcast(b->inplace ? r : s, r, count, b->dt, b->root, b->comm, req);
+  case B_REDUCE:
+    return tutti_ireduce(b->inplace ? r : s, r, count, b->dt, b->op, b->root, b->comm, req);
+  }
+  return TUTTI_ERR_INVALID_ARGUMENT;
+}
+
 /* Rank r's input at element j of its send buffer: small integers, different between ranks and
  * between neighbouring elements, so a missed rank or a misplaced fragment shows. A product gets
  * only 1s and 2s so that it stays exact (2^nranks) in every float type. */
