@@ -20,6 +20,24 @@ static const tutti_algo_t algos[] = {
      "gather and scatter: the root posts one message with every rank at once",
      {[TUTTI_COLL_GATHERV] = tutti__direct_gatherv,
       [TUTTI_COLL_SCATTERV] = tutti__direct_scatterv}},
+    {"recursive_doubling",
+     "latency-optimal, for small messages: recursive-doubling all-reduce (log2 n exchanges of "
+     "the whole vector; non-power-of-two n by folding pairs) and Bruck all-gather (ceil(log2 "
+     "n) steps, any n)",
+     {[TUTTI_COLL_ALLREDUCE] = tutti__rd_allreduce,
+      [TUTTI_COLL_ALLGATHER] = tutti__bruck_allgather}},
+    {"rabenseifner",
+     "halving-doubling: reduce-scatter by recursive halving, then (all-reduce) all-gather by "
+     "recursive doubling; 2 log2 n messages, bandwidth like the ring; non-power-of-two n by "
+     "folding pairs",
+     {[TUTTI_COLL_ALLREDUCE] = tutti__rab_allreduce,
+      [TUTTI_COLL_REDUCE_SCATTER] = tutti__rab_reduce_scatter}},
+    {"tree",
+     "binary trees, pipelined in chunks: NCCL-style double binary tree for all-reduce (each "
+     "tree reduces and broadcasts half the data), one tree for broadcast and reduce",
+     {[TUTTI_COLL_ALLREDUCE] = tutti__tree_allreduce,
+      [TUTTI_COLL_BROADCAST] = tutti__tree_broadcast,
+      [TUTTI_COLL_REDUCE] = tutti__tree_reduce}},
     {"pairwise",
      "all-to-all in n-1 steps, each a send to rank+k and a receive from rank-k",
      {[TUTTI_COLL_ALLTOALLV] = tutti__pairwise_alltoallv}},

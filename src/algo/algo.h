@@ -5,6 +5,8 @@
 #ifndef TUTTI_ALGO_H
 #define TUTTI_ALGO_H
 
+#include <string.h>
+
 #include "core/internal.h"
 #include "transport/transport.h"
 
@@ -82,6 +84,31 @@ tutti_result_t tutti__ring_reduce_scatterv(struct tutti_comm *comm, const tutti_
 tutti_result_t tutti__direct_gatherv(struct tutti_comm *comm, const tutti_coll_args_t *a);
 tutti_result_t tutti__direct_scatterv(struct tutti_comm *comm, const tutti_coll_args_t *a);
 tutti_result_t tutti__pairwise_alltoallv(struct tutti_comm *comm, const tutti_coll_args_t *a);
+tutti_result_t tutti__rd_allreduce(struct tutti_comm *comm, const tutti_coll_args_t *a);
+tutti_result_t tutti__bruck_allgather(struct tutti_comm *comm, const tutti_coll_args_t *a);
+tutti_result_t tutti__rab_allreduce(struct tutti_comm *comm, const tutti_coll_args_t *a);
+tutti_result_t tutti__rab_reduce_scatter(struct tutti_comm *comm, const tutti_coll_args_t *a);
+tutti_result_t tutti__tree_allreduce(struct tutti_comm *comm, const tutti_coll_args_t *a);
+tutti_result_t tutti__tree_broadcast(struct tutti_comm *comm, const tutti_coll_args_t *a);
+tutti_result_t tutti__tree_reduce(struct tutti_comm *comm, const tutti_coll_args_t *a);
+
+/* ---- fold.c: the non-power-of-two fold of recursive doubling and halving ---------------- */
+
+/* With rem = n - tutti__pow2_floor(n): the even rank of each pair below 2*rem sends the
+ * count elements at w to the odd one, which combines them with its own (`own`, count
+ * elements) into w, the lower rank's data first; tmp holds count elements. Other ranks do
+ * nothing. The even ranks then wait for their partner's result (tutti__fold_out). */
+tutti_result_t tutti__fold_in(struct tutti_comm *comm, const tutti_coll_args_t *a, char *w,
+                              const char *own, size_t count, char *tmp, int rem);
+/* The even rank of each pair below 2*rem receives len bytes from its partner into buf after
+ * its fold_in send completed; the odd rank sends them. Other ranks do nothing. */
+tutti_result_t tutti__fold_out(struct tutti_comm *comm, const tutti_coll_args_t *a, char *buf,
+                               size_t len, int rem);
+
+/* memmove unless the two are the same place (in place) or empty. */
+static inline void tutti__copy_if_apart(void *dst, const void *src, size_t bytes) {
+  if (bytes && dst != src) memmove(dst, src, bytes);
+}
 
 /* ---- pipeline.c: bounded windows of outstanding sends ---------------------------------- */
 
