@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "algo/algo.h"
+#include "algo/tuner.h"
 
 static const tutti_algo_t algos[] = {
     {"ring",
@@ -15,32 +16,38 @@ static const tutti_algo_t algos[] = {
       [TUTTI_COLL_REDUCE] = tutti__chain_reduce,
       [TUTTI_COLL_BARRIER] = tutti__dissemination_barrier,
       [TUTTI_COLL_ALLGATHERV] = tutti__ring_allgatherv,
-      [TUTTI_COLL_REDUCE_SCATTERV] = tutti__ring_reduce_scatterv}},
+      [TUTTI_COLL_REDUCE_SCATTERV] = tutti__ring_reduce_scatterv},
+     tutti__cost_ring},
     {"direct",
      "gather and scatter: the root posts one message with every rank at once",
      {[TUTTI_COLL_GATHERV] = tutti__direct_gatherv,
-      [TUTTI_COLL_SCATTERV] = tutti__direct_scatterv}},
+      [TUTTI_COLL_SCATTERV] = tutti__direct_scatterv},
+     NULL},
     {"recursive_doubling",
      "latency-optimal, for small messages: recursive-doubling all-reduce (log2 n exchanges of "
      "the whole vector; non-power-of-two n by folding pairs) and Bruck all-gather (ceil(log2 "
      "n) steps, any n)",
      {[TUTTI_COLL_ALLREDUCE] = tutti__rd_allreduce,
-      [TUTTI_COLL_ALLGATHER] = tutti__bruck_allgather}},
+      [TUTTI_COLL_ALLGATHER] = tutti__bruck_allgather},
+     tutti__cost_rd},
     {"rabenseifner",
      "halving-doubling: reduce-scatter by recursive halving, then (all-reduce) all-gather by "
      "recursive doubling; 2 log2 n messages, bandwidth like the ring; non-power-of-two n by "
      "folding pairs",
      {[TUTTI_COLL_ALLREDUCE] = tutti__rab_allreduce,
-      [TUTTI_COLL_REDUCE_SCATTER] = tutti__rab_reduce_scatter}},
+      [TUTTI_COLL_REDUCE_SCATTER] = tutti__rab_reduce_scatter},
+     tutti__cost_rab},
     {"tree",
      "binary trees, pipelined in chunks: NCCL-style double binary tree for all-reduce (each "
      "tree reduces and broadcasts half the data), one tree for broadcast and reduce",
      {[TUTTI_COLL_ALLREDUCE] = tutti__tree_allreduce,
       [TUTTI_COLL_BROADCAST] = tutti__tree_broadcast,
-      [TUTTI_COLL_REDUCE] = tutti__tree_reduce}},
+      [TUTTI_COLL_REDUCE] = tutti__tree_reduce},
+     tutti__cost_tree},
     {"pairwise",
      "all-to-all in n-1 steps, each a send to rank+k and a receive from rank-k",
-     {[TUTTI_COLL_ALLTOALLV] = tutti__pairwise_alltoallv}},
+     {[TUTTI_COLL_ALLTOALLV] = tutti__pairwise_alltoallv},
+     NULL},
 };
 
 const tutti_algo_t *tutti__algo_table(int *count) {
@@ -56,11 +63,9 @@ const tutti_algo_t *tutti__algo_find(const char *name) {
 }
 
 const tutti_algo_t *tutti__algo_select(const struct tutti_comm *comm, const tutti_coll_args_t *a) {
-  const tutti_algo_t *forced = tutti__algo_find(comm->cfg.algo);
-  if (forced && forced->fn[a->coll]) return forced;
-  for (size_t i = 0; i < sizeof algos / sizeof algos[0]; i++)
-    if (algos[i].fn[a->coll]) return &algos[i];
-  return NULL;
+  tutti_tune_query_t q;
+  tutti__tune_query(comm, a, &q);
+  return tutti__tune_pick(&q, comm->cfg.tune, comm->cfg.ntune, comm->cfg.algo, NULL);
 }
 
 const char *tutti__coll_name(tutti_coll_t coll) {

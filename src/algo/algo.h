@@ -59,16 +59,23 @@ typedef struct tutti_coll_args {
 
 typedef tutti_result_t (*tutti_algo_fn)(struct tutti_comm *comm, const tutti_coll_args_t *a);
 
+struct tutti_tune_query;
+struct tutti_cost_params;
+/* Predicted seconds of a call (algo/tuner.c), negative where there is no model. */
+typedef double (*tutti_cost_fn)(const struct tutti_tune_query *q,
+                                const struct tutti_cost_params *c);
+
 typedef struct tutti_algo {
   const char *name;
   const char *desc;
   tutti_algo_fn fn[TUTTI_COLL_COUNT]; /* NULL where the algorithm does not apply */
+  tutti_cost_fn cost;                 /* NULL: never chosen by the model */
 } tutti_algo_t;
 
 const tutti_algo_t *tutti__algo_table(int *count);
 /* The algorithm called name; "auto" and "" give the first entry. NULL if unknown. */
 const tutti_algo_t *tutti__algo_find(const char *name);
-/* The algorithm comm runs for a: TUTTI_ALGO if it implements the collective, else auto. */
+/* The algorithm comm runs for a (the tuner's pick, tuner.h). */
 const tutti_algo_t *tutti__algo_select(const struct tutti_comm *comm, const tutti_coll_args_t *a);
 const char *tutti__coll_name(tutti_coll_t coll);
 
