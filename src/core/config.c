@@ -18,6 +18,9 @@ static const tutti_config_var_t config_vars[] = {
     {"TUTTI_CHUNK_SIZE", "262144", "bytes per pipelined chunk of the ring and chain"},
     {"TUTTI_SHM_QUEUE_SIZE", "1048576", "bytes of each directed shared-memory queue"},
     {"TUTTI_SPIN_US", "50", "microseconds to busy-wait before sleeping (when not oversubscribed)"},
+    {"TUTTI_TUNE", "", "algorithm per collective and size range, overriding the cost model, "
+                       "e.g. allreduce:0-64k:recursive_doubling,64k-:ring;allgather:0-1m:"
+                       "recursive_doubling (sizes as tutti-bench counts them, k/m/g suffixes)"},
     {"TUTTI_SECRET", "", "hex job secret for tutti_comm_init_env; tutti-run sets a random one"},
 };
 
@@ -93,6 +96,9 @@ tutti_result_t tutti__config_load(tutti_config_t *cfg, char *err, size_t errlen)
              value_of("TUTTI_SPIN_US"));
     return TUTTI_ERR_INVALID_ARGUMENT;
   }
+  if (tutti__tune_parse(value_of("TUTTI_TUNE"), cfg->tune, TUTTI_TUNE_MAX_RULES, &cfg->ntune,
+                        err, errlen) != TUTTI_SUCCESS)
+    return TUTTI_ERR_INVALID_ARGUMENT;
   return TUTTI_SUCCESS;
 
 bad_transport:
