@@ -15,18 +15,33 @@
 #include "algo/tuner.h"
 
 /*
- * Measured on the development machine (2-core AMD EPYC, AVX2, 32 MiB L3; noisy, shared) with
- * tutti-bench, medians of alternated runs at n = 2 (see docs/design.md, "Tuner"):
- *   alpha        8-byte all-gather time (one exchange) with TUTTI_ALGO=ring
- *   beta_copy    64 MiB all-gather time / 32 MiB (each rank receives half)
- *   beta_reduce  (64 MiB ring all-reduce time - 2 alpha - 64 MiB beta_copy) / 32 MiB
- * Loopback TCP has a higher alpha (two syscalls and a wake-up per message) and a lower
- * bandwidth; its beta_reduce is the same kernel.
+ * Measured on the development machine (2-core AMD EPYC, AVX2, 32 MiB L3, shared with other
+ * jobs, so +-40% or worse between runs) with tutti-bench at n = 2, TUTTI_ALGO=ring, the
+ * fastest of 5 runs (the least disturbed), sizes 8 B .. 16 MiB by 16x:
+ *   shm alpha        8-byte all-gather 2.1 us (one exchange), 8-byte all-reduce 0.84 us (two):
+ *                    1 us
+ *   shm beta_copy    8 MiB all-gather 3.16 ms (4 MiB received: 1.3 GB/s) and 8 MiB all-reduce
+ *                    4.35 ms (2 x 4 MiB moved, 4 MiB reduced: 2.2 GB/s): 2 GB/s
+ *   beta_reduce      a float32 c = a + b pass, 7 GB/s on one core (issue 3's measurement; the
+ *                    runs above cannot separate it from the copy)
+ *   tcp alpha        8-byte all-gather 277 us, 2 KiB all-gather 106 us, 128-byte all-reduce
+ *                    187 us (two exchanges): 100 us (loopback wake-ups under load)
+ *   tcp beta_copy    8 MiB all-gather 11.0 ms (0.38 GB/s), 8 MiB all-reduce 20.0 ms: 0.4 GB/s
+ * UNPIPELINED: recursive doubling, Rabenseifner and Bruck move whole blocks at once; above a
+ * chunk those no longer stay in cache between the receive and the reduction, and the n = 4
+ * sweep (docs/design.md) has them 1.5x (Rabenseifner) to 2.1x (recursive doubling) slower
+ * than the ring at 32 MiB where the plain model says 1.0x and 1.4x; 1.5 on their bytes fits.
  */
 static const tutti_cost_params_t params[2] = {
-    {"shm", 4.0e-6, 1.0 / 3.5e9, 1.0 / 2.5e9},
-    {"tcp", 25.0e-6, 1.0 / 1.5e9, 1.0 / 2.5e9},
+    {"shm", 1.0e-6, 1.0 / 2.0e9, 1.0 / 7.0e9},
+    {"tcp", 100.0e-6, 1.0 / 0.4e9, 1.0 / 7.0e9},
 };
+#define UNPIPELINED 1.5
+
+/* The per-byte factor of an algorithm that moves msg bytes per message without chunking. */
+static double unpipelined(const tutti_tune_query_t *q, double msg) {
+  return msg > (double)q->chunk_bytes ? UNPIPELINED : 1.0;
+}
 
 const tutti_cost_params_t *tutti__cost_params(int tcp) { return &params[tcp ? 1 : 0]; }
 
@@ -99,17 +114,20 @@ double tutti__cost_rd(const tutti_tune_query_t *q, const tutti_cost_params_t *c)
   if (q->nranks == 1) return 0;
   switch (q->coll) {
   case TUTTI_COLL_ALLREDUCE:
-    return log2_floor(q->nranks) * (c->alpha + m * (c->beta_copy + c->beta_reduce)) +
+    return log2_floor(q->nranks) *
+               (c->alpha + unpipelined(q, m) * m * (c->beta_copy + c->beta_reduce)) +
            fold_cost(q, c, m);
   case TUTTI_COLL_ALLGATHER: /* Bruck: ceil(log2 n) steps, (n-1)/n of the result received */
-    return log2_ceil(q->nranks) * c->alpha + (n - 1) / n * m * c->beta_copy;
+    return log2_ceil(q->nranks) * c->alpha +
+           unpipelined(q, m / 2) * (n - 1) / n * m * c->beta_copy;
   default: return -1;
   }
 }
 
 double tutti__cost_rab(const tutti_tune_query_t *q, const tutti_cost_params_t *c) {
   double n = q->nranks, m = (double)q->bytes;
-  double p = tutti__pow2_floor(q->nranks), lg = log2_floor(q->nranks), part = (p - 1) / p * m;
+  double p = tutti__pow2_floor(q->nranks), lg = log2_floor(q->nranks);
+  double part = unpipelined(q, m / 2) * (p - 1) / p * m;
   if (q->nranks == 1) return 0;
   switch (q->coll) {
   case TUTTI_COLL_ALLREDUCE:
