@@ -44,6 +44,14 @@ static const tutti_algo_t algos[] = {
       [TUTTI_COLL_BROADCAST] = tutti__tree_broadcast,
       [TUTTI_COLL_REDUCE] = tutti__tree_reduce},
      tutti__cost_tree},
+    {"deterministic",
+     "rank-order reductions (TUTTI_DETERMINISTIC=1 runs it for every reduction): each block's "
+     "owner folds all ranks' pieces in rank order, then copies the blocks out",
+     {[TUTTI_COLL_ALLREDUCE] = tutti__det_allreduce,
+      [TUTTI_COLL_REDUCE_SCATTER] = tutti__det_reduce_scatter,
+      [TUTTI_COLL_REDUCE_SCATTERV] = tutti__det_reduce_scatterv,
+      [TUTTI_COLL_REDUCE] = tutti__det_reduce},
+     NULL},
     {"pairwise",
      "all-to-all in n-1 steps, each a send to rank+k and a receive from rank-k",
      {[TUTTI_COLL_ALLTOALLV] = tutti__pairwise_alltoallv},
@@ -63,6 +71,11 @@ const tutti_algo_t *tutti__algo_find(const char *name) {
 }
 
 const tutti_algo_t *tutti__algo_select(const struct tutti_comm *comm, const tutti_coll_args_t *a) {
+  /* Determinism is a promise about results, so it outranks every performance override. */
+  if (comm->cfg.deterministic) {
+    const tutti_algo_t *det = tutti__algo_find("deterministic");
+    if (det->fn[a->coll]) return det;
+  }
   tutti_tune_query_t q;
   tutti__tune_query(comm, a, &q);
   return tutti__tune_pick(&q, comm->cfg.tune, comm->cfg.ntune, comm->cfg.algo, NULL);

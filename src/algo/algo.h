@@ -98,6 +98,10 @@ tutti_result_t tutti__rab_reduce_scatter(struct tutti_comm *comm, const tutti_co
 tutti_result_t tutti__tree_allreduce(struct tutti_comm *comm, const tutti_coll_args_t *a);
 tutti_result_t tutti__tree_broadcast(struct tutti_comm *comm, const tutti_coll_args_t *a);
 tutti_result_t tutti__tree_reduce(struct tutti_comm *comm, const tutti_coll_args_t *a);
+tutti_result_t tutti__det_allreduce(struct tutti_comm *comm, const tutti_coll_args_t *a);
+tutti_result_t tutti__det_reduce_scatter(struct tutti_comm *comm, const tutti_coll_args_t *a);
+tutti_result_t tutti__det_reduce_scatterv(struct tutti_comm *comm, const tutti_coll_args_t *a);
+tutti_result_t tutti__det_reduce(struct tutti_comm *comm, const tutti_coll_args_t *a);
 
 /* ---- fold.c: the non-power-of-two fold of recursive doubling and halving ---------------- */
 
