@@ -21,6 +21,8 @@ static const tutti_config_var_t config_vars[] = {
     {"TUTTI_TUNE", "", "algorithm per collective and size range, overriding the cost model, "
                        "e.g. allreduce:0-64k:recursive_doubling,64k-:ring;allgather:0-1m:"
                        "recursive_doubling (sizes as tutti-bench counts them, k/m/g suffixes)"},
+    {"TUTTI_DETERMINISTIC", "0", "1: every reduction folds the ranks in rank order, so results "
+                                 "are bitwise the same whatever the algorithm, size or chunking"},
     {"TUTTI_SECRET", "", "hex job secret for tutti_comm_init_env; tutti-run sets a random one"},
 };
 
@@ -96,6 +98,12 @@ tutti_result_t tutti__config_load(tutti_config_t *cfg, char *err, size_t errlen)
              value_of("TUTTI_SPIN_US"));
     return TUTTI_ERR_INVALID_ARGUMENT;
   }
+  v = value_of("TUTTI_DETERMINISTIC");
+  if (strcmp(v, "0") && strcmp(v, "1")) {
+    snprintf(err, errlen, "TUTTI_DETERMINISTIC=%s is not 0 or 1", v);
+    return TUTTI_ERR_INVALID_ARGUMENT;
+  }
+  cfg->deterministic = v[0] == '1';
   if (tutti__tune_parse(value_of("TUTTI_TUNE"), cfg->tune, TUTTI_TUNE_MAX_RULES, &cfg->ntune,
                         err, errlen) != TUTTI_SUCCESS)
     return TUTTI_ERR_INVALID_ARGUMENT;

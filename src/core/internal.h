@@ -78,6 +78,7 @@ typedef struct tutti_config {
   double spin_us;         /* TUTTI_SPIN_US: busy-wait before sleeping */
   tutti_tune_rule_t tune[TUTTI_TUNE_MAX_RULES]; /* TUTTI_TUNE, parsed (algo/tuner.c) */
   int ntune;
+  int deterministic;      /* TUTTI_DETERMINISTIC: reductions fold ranks in rank order */
 } tutti_config_t;
 
 typedef struct tutti_config_var {
