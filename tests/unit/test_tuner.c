@@ -232,6 +232,20 @@ TEST(override_order) {
   ASSERT_EQ(why, TUTTI_PICK_MODEL);
 }
 
+TEST(deterministic_is_0_or_1) {
+  tutti_config_t cfg;
+  char err[512];
+  unsetenv("TUTTI_DETERMINISTIC");
+  ASSERT_EQ(tutti__config_load(&cfg, err, sizeof err), TUTTI_SUCCESS);
+  ASSERT_EQ(cfg.deterministic, 0);
+  setenv("TUTTI_DETERMINISTIC", "1", 1);
+  ASSERT_EQ(tutti__config_load(&cfg, err, sizeof err), TUTTI_SUCCESS);
+  ASSERT_EQ(cfg.deterministic, 1);
+  setenv("TUTTI_DETERMINISTIC", "yes", 1);
+  ASSERT_EQ(tutti__config_load(&cfg, err, sizeof err), TUTTI_ERR_INVALID_ARGUMENT);
+  ASSERT(strstr(err, "TUTTI_DETERMINISTIC=yes") != NULL);
+}
+
 TEST(bytes_count_like_the_benchmark) {
   ASSERT_EQ(tutti__tune_bytes(TUTTI_COLL_ALLREDUCE, 10, 4, 3), 40);
   ASSERT_EQ(tutti__tune_bytes(TUTTI_COLL_ALLGATHER, 10, 4, 3), 120);
