@@ -9,11 +9,7 @@ TSAN_TESTS ?= ^(nb_check_|abort_check_|coll_check_n3_|ops_check_n3_|split_check_
 JOBS       ?= $(shell nproc)
 CTEST_ARGS ?= --output-on-failure -j $(JOBS)
 
-<<<<<<< HEAD
-.PHONY: all demo test test-asan test-tsan fuzz bench clean
-=======
-.PHONY: all demo test test-asan bench bench-peers clean
->>>>>>> peers
+.PHONY: all demo test test-asan test-tsan fuzz bench bench-peers clean
 
 all: $(BUILD)/Makefile
 	@cmake --build $(BUILD) -j $(JOBS) -- --no-print-directory

@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "algo/algo.h"
+#include "algo/tuner.h"
 
 static const tutti_algo_t algos[] = {
     {"ring",
@@ -16,7 +17,7 @@ static const tutti_algo_t algos[] = {
       [TUTTI_COLL_BARRIER] = tutti__dissemination_barrier,
       [TUTTI_COLL_ALLGATHERV] = tutti__ring_allgatherv,
       [TUTTI_COLL_REDUCE_SCATTERV] = tutti__ring_reduce_scatterv},
-     0},
+     tutti__cost_ring, 0},
     {"cma",
      "ranks of one host read each other's buffers directly (process_vm_readv): all-reduce and "
      "reduce-scatter reduce one slice per rank in rank order, all-gather and broadcast copy "
@@ -25,16 +26,45 @@ static const tutti_algo_t algos[] = {
       [TUTTI_COLL_REDUCE_SCATTER] = tutti__cma_reduce_scatter,
       [TUTTI_COLL_ALLGATHER] = tutti__cma_allgather,
       [TUTTI_COLL_BROADCAST] = tutti__cma_broadcast},
-     1},
+     tutti__cost_cma, 1},
     {"direct",
      "gather and scatter: the root posts one message with every rank at once",
      {[TUTTI_COLL_GATHERV] = tutti__direct_gatherv,
       [TUTTI_COLL_SCATTERV] = tutti__direct_scatterv},
-     0},
+     NULL, 0},
+    {"recursive_doubling",
+     "latency-optimal, for small messages: recursive-doubling all-reduce (log2 n exchanges of "
+     "the whole vector; non-power-of-two n by folding pairs) and Bruck all-gather (ceil(log2 "
+     "n) steps, any n)",
+     {[TUTTI_COLL_ALLREDUCE] = tutti__rd_allreduce,
+      [TUTTI_COLL_ALLGATHER] = tutti__bruck_allgather},
+     tutti__cost_rd, 0},
+    {"rabenseifner",
+     "halving-doubling: reduce-scatter by recursive halving, then (all-reduce) all-gather by "
+     "recursive doubling; 2 log2 n messages, bandwidth like the ring; non-power-of-two n by "
+     "folding pairs",
+     {[TUTTI_COLL_ALLREDUCE] = tutti__rab_allreduce,
+      [TUTTI_COLL_REDUCE_SCATTER] = tutti__rab_reduce_scatter},
+     tutti__cost_rab, 0},
+    {"tree",
+     "binary trees, pipelined in chunks: NCCL-style double binary tree for all-reduce (each "
+     "tree reduces and broadcasts half the data), one tree for broadcast and reduce",
+     {[TUTTI_COLL_ALLREDUCE] = tutti__tree_allreduce,
+      [TUTTI_COLL_BROADCAST] = tutti__tree_broadcast,
+      [TUTTI_COLL_REDUCE] = tutti__tree_reduce},
+     tutti__cost_tree, 0},
+    {"deterministic",
+     "rank-order reductions (TUTTI_DETERMINISTIC=1 runs it for every reduction): each block's "
+     "owner folds all ranks' pieces in rank order, then copies the blocks out",
+     {[TUTTI_COLL_ALLREDUCE] = tutti__det_allreduce,
+      [TUTTI_COLL_REDUCE_SCATTER] = tutti__det_reduce_scatter,
+      [TUTTI_COLL_REDUCE_SCATTERV] = tutti__det_reduce_scatterv,
+      [TUTTI_COLL_REDUCE] = tutti__det_reduce},
+     NULL, 0},
     {"pairwise",
      "all-to-all in n-1 steps, each a send to rank+k and a receive from rank-k",
      {[TUTTI_COLL_ALLTOALLV] = tutti__pairwise_alltoallv},
-     0},
+     NULL, 0},
 };
 
 const tutti_algo_t *tutti__algo_table(int *count) {
@@ -49,28 +79,15 @@ const tutti_algo_t *tutti__algo_find(const char *name) {
   return NULL;
 }
 
-/* Whether algo can run on comm at all (the single-copy ones need every rank on this host and
- * the kernel's permission: the same on every rank, so every rank picks the same). */
-static int usable(const struct tutti_comm *comm, const tutti_algo_t *algo, tutti_coll_t coll) {
-  return algo->fn[coll] && (!algo->needs_cma || comm->cma);
-}
-
-/* Bytes a rank's output holds, the size the choice between algorithms depends on. */
-static size_t out_bytes(const struct tutti_comm *comm, const tutti_coll_args_t *a) {
-  size_t b = a->count * a->esize;
-  return a->coll == TUTTI_COLL_ALLGATHER ? b * (size_t)comm->nranks : b;
-}
-
 const tutti_algo_t *tutti__algo_select(const struct tutti_comm *comm, const tutti_coll_args_t *a) {
-  if (comm->cfg.algo[0] && strcmp(comm->cfg.algo, "auto")) {
-    const tutti_algo_t *forced = tutti__algo_find(comm->cfg.algo);
-    if (forced && usable(comm, forced, a->coll)) return forced;
+  /* Determinism is a promise about results, so it outranks every performance override. */
+  if (comm->cfg.deterministic) {
+    const tutti_algo_t *det = tutti__algo_find("deterministic");
+    if (det->fn[a->coll]) return det;
   }
-  /* Single copy wins once the message outweighs its three token exchanges. */
-  if (usable(comm, &algos[1], a->coll) && out_bytes(comm, a) >= 64 * 1024) return &algos[1];
-  for (size_t i = 0; i < sizeof algos / sizeof algos[0]; i++)
-    if (algos[i].fn[a->coll]) return &algos[i];
-  return NULL;
+  tutti_tune_query_t q;
+  tutti__tune_query(comm, a, &q);
+  return tutti__tune_pick(&q, comm->cfg.tune, comm->cfg.ntune, comm->cfg.algo, NULL);
 }
 
 const char *tutti__coll_name(tutti_coll_t coll) {

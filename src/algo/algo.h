@@ -5,6 +5,8 @@
 #ifndef TUTTI_ALGO_H
 #define TUTTI_ALGO_H
 
+#include <string.h>
+
 #include "core/internal.h"
 #include "transport/transport.h"
 
@@ -57,17 +59,24 @@ typedef struct tutti_coll_args {
 
 typedef tutti_result_t (*tutti_algo_fn)(struct tutti_comm *comm, const tutti_coll_args_t *a);
 
+struct tutti_tune_query;
+struct tutti_cost_params;
+/* Predicted seconds of a call (algo/tuner.c), negative where there is no model. */
+typedef double (*tutti_cost_fn)(const struct tutti_tune_query *q,
+                                const struct tutti_cost_params *c);
+
 typedef struct tutti_algo {
   const char *name;
   const char *desc;
   tutti_algo_fn fn[TUTTI_COLL_COUNT]; /* NULL where the algorithm does not apply */
+  tutti_cost_fn cost;                 /* NULL: never chosen by the model */
   int needs_cma; /* runs only where comm->cma (every rank on this host, reads allowed) */
 } tutti_algo_t;
 
 const tutti_algo_t *tutti__algo_table(int *count);
 /* The algorithm called name; "auto" and "" give the first entry. NULL if unknown. */
 const tutti_algo_t *tutti__algo_find(const char *name);
-/* The algorithm comm runs for a: TUTTI_ALGO if it implements the collective, else auto. */
+/* The algorithm comm runs for a (the tuner's pick, tuner.h). */
 const tutti_algo_t *tutti__algo_select(const struct tutti_comm *comm, const tutti_coll_args_t *a);
 const char *tutti__coll_name(tutti_coll_t coll);
 
@@ -87,6 +96,35 @@ tutti_result_t tutti__ring_reduce_scatterv(struct tutti_comm *comm, const tutti_
 tutti_result_t tutti__direct_gatherv(struct tutti_comm *comm, const tutti_coll_args_t *a);
 tutti_result_t tutti__direct_scatterv(struct tutti_comm *comm, const tutti_coll_args_t *a);
 tutti_result_t tutti__pairwise_alltoallv(struct tutti_comm *comm, const tutti_coll_args_t *a);
+tutti_result_t tutti__rd_allreduce(struct tutti_comm *comm, const tutti_coll_args_t *a);
+tutti_result_t tutti__bruck_allgather(struct tutti_comm *comm, const tutti_coll_args_t *a);
+tutti_result_t tutti__rab_allreduce(struct tutti_comm *comm, const tutti_coll_args_t *a);
+tutti_result_t tutti__rab_reduce_scatter(struct tutti_comm *comm, const tutti_coll_args_t *a);
+tutti_result_t tutti__tree_allreduce(struct tutti_comm *comm, const tutti_coll_args_t *a);
+tutti_result_t tutti__tree_broadcast(struct tutti_comm *comm, const tutti_coll_args_t *a);
+tutti_result_t tutti__tree_reduce(struct tutti_comm *comm, const tutti_coll_args_t *a);
+tutti_result_t tutti__det_allreduce(struct tutti_comm *comm, const tutti_coll_args_t *a);
+tutti_result_t tutti__det_reduce_scatter(struct tutti_comm *comm, const tutti_coll_args_t *a);
+tutti_result_t tutti__det_reduce_scatterv(struct tutti_comm *comm, const tutti_coll_args_t *a);
+tutti_result_t tutti__det_reduce(struct tutti_comm *comm, const tutti_coll_args_t *a);
+
+/* ---- fold.c: the non-power-of-two fold of recursive doubling and halving ---------------- */
+
+/* With rem = n - tutti__pow2_floor(n): the even rank of each pair below 2*rem sends the
+ * count elements at w to the odd one, which combines them with its own (`own`, count
+ * elements) into w, the lower rank's data first; tmp holds count elements. Other ranks do
+ * nothing. The even ranks then wait for their partner's result (tutti__fold_out). */
+tutti_result_t tutti__fold_in(struct tutti_comm *comm, const tutti_coll_args_t *a, char *w,
+                              const char *own, size_t count, char *tmp, int rem);
+/* The even rank of each pair below 2*rem receives len bytes from its partner into buf after
+ * its fold_in send completed; the odd rank sends them. Other ranks do nothing. */
+tutti_result_t tutti__fold_out(struct tutti_comm *comm, const tutti_coll_args_t *a, char *buf,
+                               size_t len, int rem);
+
+/* memmove unless the two are the same place (in place) or empty. */
+static inline void tutti__copy_if_apart(void *dst, const void *src, size_t bytes) {
+  if (bytes && dst != src) memmove(dst, src, bytes);
+}
 
 /* ---- pipeline.c: bounded windows of outstanding sends ---------------------------------- */
 

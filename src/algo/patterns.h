@@ -43,4 +43,74 @@ static inline int tutti__pairwise_from(int rank, int k, int n) {
   return tutti__mod(rank - k, n);
 }
 
+/* ---- Recursive doubling and halving over a power of two (the non-power-of-two fold) ---- */
+
+/* The largest power of two not above n (n >= 1). */
+static inline int tutti__pow2_floor(int n) {
+  int p = 1;
+  while (p * 2 <= n) p *= 2;
+  return p;
+}
+
+/* With n = p + rem ranks (p = tutti__pow2_floor(n)), ranks below 2*rem pair up: the even
+ * one of each pair hands its data to the odd one and sits out, the odd one takes part as
+ * virtual rank r/2; ranks from 2*rem on are virtual rank r - rem. -1 for the ranks that sit
+ * out. Virtual ranks are 0 .. p-1 and keep the ranks' order. */
+static inline int tutti__fold_vrank(int rank, int rem) {
+  if (rank < 2 * rem) return rank % 2 ? rank / 2 : -1;
+  return rank - rem;
+}
+
+/* The real rank of virtual rank v (inverse of tutti__fold_vrank). */
+static inline int tutti__fold_rank(int v, int rem) { return v < rem ? 2 * v + 1 : v + rem; }
+
+/* The first real rank whose data virtual rank v stands for (v = p gives n): virtual rank v
+ * covers real ranks tutti__fold_first(v) .. tutti__fold_first(v + 1) - 1, in order. */
+static inline int tutti__fold_first(int v, int rem) { return v < rem ? 2 * v : v + rem; }
+
+/* ---- Binary trees (NCCL's ncclGetBtree / ncclGetDtree) ---------------------------------- */
+
+/* An in-order binary tree over ranks 0 .. n-1 of depth about log2 n: a rank's lowest set bit
+ * decides its level; rank 0 is the root with one child (the highest power of two below n).
+ * Children satisfy *down0 < rank < *down1, so a subtree is a contiguous range of ranks.
+ * -1 where there is no such neighbour. */
+static inline void tutti__btree(int n, int rank, int *up, int *down0, int *down1) {
+  int bit = 1;
+  while (bit < n && !(bit & rank)) bit <<= 1;
+  if (rank == 0) {
+    *up = -1;
+    *down0 = -1;
+    *down1 = n > 1 ? bit >> 1 : -1;
+    return;
+  }
+  int parent = (rank ^ bit) | (bit << 1);
+  *up = parent < n ? parent : rank ^ bit;
+  int low = bit >> 1;
+  *down0 = low ? rank - low : -1;
+  while (low && rank + low >= n) low >>= 1;
+  *down1 = low ? rank + low : -1;
+}
+
+/* Tree t (0 or 1) of the double binary tree: tree 0 is tutti__btree; tree 1 is it mirrored
+ * (n even) or shifted by one (n odd), so that most ranks that are inner nodes of one tree
+ * are leaves of the other and the two trees share the work. */
+static inline void tutti__dtree(int n, int rank, int t, int *up, int *down0, int *down1) {
+  if (t == 0 || n == 1) {
+    tutti__btree(n, rank, up, down0, down1);
+    return;
+  }
+  int u, d0, d1;
+  if (n % 2) {
+    tutti__btree(n, tutti__mod(rank - 1, n), &u, &d0, &d1);
+    *up = u < 0 ? -1 : (u + 1) % n;
+    *down0 = d0 < 0 ? -1 : (d0 + 1) % n;
+    *down1 = d1 < 0 ? -1 : (d1 + 1) % n;
+  } else {
+    tutti__btree(n, n - 1 - rank, &u, &d0, &d1);
+    *up = u < 0 ? -1 : n - 1 - u;
+    *down0 = d0 < 0 ? -1 : n - 1 - d0;
+    *down1 = d1 < 0 ? -1 : n - 1 - d1;
+  }
+}
+
 #endif

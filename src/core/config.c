@@ -25,6 +25,11 @@ static const tutti_config_var_t config_vars[] = {
                        "shared-memory queues"},
     {"TUTTI_REPORT_SIGNAL", "1", "1: SIGUSR1 logs what each communicator waits for (only if the "
                                  "program has no SIGUSR1 handler of its own); 0: leave SIGUSR1 alone"},
+    {"TUTTI_TUNE", "", "algorithm per collective and size range, overriding the cost model, "
+                       "e.g. allreduce:0-64k:recursive_doubling,64k-:ring;allgather:0-1m:"
+                       "recursive_doubling (sizes as tutti-bench counts them, k/m/g suffixes)"},
+    {"TUTTI_DETERMINISTIC", "0", "1: every reduction folds the ranks in rank order, so results "
+                                 "are bitwise the same whatever the algorithm, size or chunking"},
     {"TUTTI_SECRET", "", "hex job secret for tutti_comm_init_env; tutti-run sets a random one"},
 };
 
@@ -110,18 +115,22 @@ tutti_result_t tutti__config_parse(tutti_config_lookup_fn get, void *ctx, tutti_
              value_of(get, ctx, "TUTTI_SPIN_US"));
     return TUTTI_ERR_INVALID_ARGUMENT;
   }
-  v = value_of(get, ctx, "TUTTI_CMA");
-  if (strcmp(v, "0") && strcmp(v, "1")) {
-    snprintf(err, errlen, "TUTTI_CMA=%s is not 0 or 1", v);
-    return TUTTI_ERR_INVALID_ARGUMENT;
+  struct { const char *name; int *out; } flags[] = {
+      {"TUTTI_CMA", &cfg->cma},
+      {"TUTTI_REPORT_SIGNAL", &cfg->report_signal},
+      {"TUTTI_DETERMINISTIC", &cfg->deterministic},
+  };
+  for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
+    v = value_of(get, ctx, flags[i].name);
+    if (strcmp(v, "0") && strcmp(v, "1")) {
+      snprintf(err, errlen, "%s=%s is not 0 or 1", flags[i].name, v);
+      return TUTTI_ERR_INVALID_ARGUMENT;
+    }
+    *flags[i].out = v[0] == '1';
   }
-  cfg->cma = v[0] == '1';
-  v = value_of(get, ctx, "TUTTI_REPORT_SIGNAL");
-  if (strcmp(v, "0") && strcmp(v, "1")) {
-    snprintf(err, errlen, "TUTTI_REPORT_SIGNAL=%s is not 0 or 1", v);
+  if (tutti__tune_parse(value_of(get, ctx, "TUTTI_TUNE"), cfg->tune, TUTTI_TUNE_MAX_RULES,
+                        &cfg->ntune, err, errlen) != TUTTI_SUCCESS)
     return TUTTI_ERR_INVALID_ARGUMENT;
-  }
-  cfg->report_signal = v[0] == '1';
   return TUTTI_SUCCESS;
 
 bad_transport:

@@ -59,6 +59,15 @@ void tutti__log_trail(const char *file, int line, tutti_result_t res);
 
 enum { TUTTI_TRANSPORT_AUTO = 0, TUTTI_TRANSPORT_SHM, TUTTI_TRANSPORT_TCP };
 
+/* One TUTTI_TUNE rule: collective coll (a tutti_coll_t) with lo <= bytes < hi runs the
+ * algorithm at index algo of the algorithm table. */
+typedef struct tutti_tune_rule {
+  int coll;
+  int algo;
+  size_t lo, hi;
+} tutti_tune_rule_t;
+#define TUTTI_TUNE_MAX_RULES 16
+
 typedef struct tutti_config {
   int transport;          /* TUTTI_TRANSPORT */
   char algo[32];          /* TUTTI_ALGO */
@@ -69,6 +78,9 @@ typedef struct tutti_config {
   double spin_us;         /* TUTTI_SPIN_US: busy-wait before sleeping */
   int report_signal;      /* TUTTI_REPORT_SIGNAL: SIGUSR1 logs the wait report */
   int cma;                /* TUTTI_CMA: single-copy reads from peers allowed */
+  tutti_tune_rule_t tune[TUTTI_TUNE_MAX_RULES]; /* TUTTI_TUNE, parsed (algo/tuner.c) */
+  int ntune;
+  int deterministic;      /* TUTTI_DETERMINISTIC: reductions fold ranks in rank order */
 } tutti_config_t;
 
 typedef struct tutti_config_var {
@@ -80,6 +92,11 @@ typedef struct tutti_config_var {
 /* Reads every TUTTI_* variable into cfg. On a malformed value, returns
  * TUTTI_ERR_INVALID_ARGUMENT and writes the reason into err. */
 tutti_result_t tutti__config_load(tutti_config_t *cfg, char *err, size_t errlen);
+
+/* Parses a TUTTI_TUNE value into at most max rules (algo/tuner.c); on a malformed value
+ * returns TUTTI_ERR_INVALID_ARGUMENT with the reason in err. */
+tutti_result_t tutti__tune_parse(const char *spec, tutti_tune_rule_t *rules, int max, int *n,
+                                 char *err, size_t errlen);
 
 /* The table of every variable the library reads, for tutti-info and docs. */
 const tutti_config_var_t *tutti__config_table(int *count);

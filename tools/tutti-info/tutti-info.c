@@ -6,15 +6,16 @@
 #include <unistd.h>
 
 #include "algo/algo.h"
+#include "explain.h"
 #include "core/internal.h"
 #include "kernels/kernels.h"
 
 static void print_algorithms(void) {
   int n;
   const tutti_algo_t *t = tutti__algo_table(&n);
-  printf("\nAlgorithms (TUTTI_ALGO=auto picks the first that implements a collective):\n");
+  printf("\nAlgorithms (TUTTI_ALGO=auto: the tuner picks per call; see --explain):\n");
   for (int i = 0; i < n; i++) {
-    printf("  %-8s %s\n           collectives:", t[i].name, t[i].desc);
+    printf("  %-18s %s\n                     collectives:", t[i].name, t[i].desc);
     for (int c = 0; c < TUTTI_COLL_COUNT; c++)
       if (t[i].fn[c]) printf(" %s", tutti__coll_name((tutti_coll_t)c));
     printf("\n");
@@ -36,9 +37,12 @@ static void print_config(void) {
 int main(int argc, char **argv) {
   if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
     printf("usage: tutti-info\nPrints tutti's version, transports, algorithms, data types, "
-           "operations, configuration and the detected host.\n");
+           "operations, configuration and the detected host.\n"
+           "       tutti-info --explain COLLECTIVE SIZE NRANKS [shm|tcp]\nPrints the tuner's "
+           "predicted time of every algorithm for that call and the one it picks.\n");
     return 0;
   }
+  if (argc > 1 && !strcmp(argv[1], "--explain")) return tutti_info_explain(argc - 2, argv + 2);
   if (argc > 1) {
     fprintf(stderr, "tutti-info: unknown argument '%s' (try --help)\n", argv[1]);
     return 2;

@@ -1,0 +1,35 @@
+/*
+ * The standard fold that lets recursive doubling and halving run on any n: with p the
+ * largest power of two not above n and rem = n - p, each even rank below 2*rem hands its data
+ * to the odd rank above it before the exchanges and gets the result back after them, so p
+ * ranks take part (tutti__fold_vrank numbers them). Costs two extra messages on those pairs.
+ */
+#include "algo/algo.h"
+#include "algo/patterns.h"
+#include "kernels/kernels.h"
+
+tutti_result_t tutti__fold_in(struct tutti_comm *comm, const tutti_coll_args_t *a, char *w,
+                              const char *own, size_t count, char *tmp, int rem) {
+  int r = comm->rank;
+  if (r >= 2 * rem) return TUTTI_SUCCESS;
+  size_t bytes = count * a->esize;
+  if (r % 2 == 0) {
+    /* Waited for before anything can be received into the same memory (in place). */
+    tutti_xfer_t x;
+    TRY(tutti__isend(comm, &x, r + 1, w, bytes));
+    return tutti__wait(comm, &x, a->deadline);
+  }
+  TRY(tutti__recv(comm, r - 1, tmp, bytes, a->deadline));
+  if (count) tutti__reduce(w, tmp, own, count, a->dtype, a->op);
+  return TUTTI_SUCCESS;
+}
+
+tutti_result_t tutti__fold_out(struct tutti_comm *comm, const tutti_coll_args_t *a, char *buf,
+                               size_t len, int rem) {
+  int r = comm->rank;
+  if (r >= 2 * rem) return TUTTI_SUCCESS;
+  if (r % 2 == 0) return tutti__recv(comm, r + 1, buf, len, a->deadline);
+  tutti_xfer_t x;
+  TRY(tutti__isend(comm, &x, r - 1, buf, len));
+  return tutti__wait(comm, &x, a->deadline);
+}

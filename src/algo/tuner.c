@@ -1,0 +1,356 @@
+/*
+ * The alpha-beta cost model, TUTTI_TUNE parsing and the pick (tuner.h).
+ *
+ * The model charges alpha per message on the critical path, beta_copy per byte a rank sends
+ * (or receives) on it and beta_reduce per byte it combines; pipelined algorithms pay for the
+ * pipeline's fill. It is coarse on purpose: it only has to order the algorithms correctly on
+ * either side of their crossovers.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "algo/patterns.h"
+#include "algo/tuner.h"
+
+/*
+ * Measured on the development machine (2-core AMD EPYC, AVX2, 32 MiB L3, shared with other
+ * jobs, so +-40% or worse between runs) with tutti-bench at n = 2, TUTTI_ALGO=ring, the
+ * fastest of 5 runs (the least disturbed), sizes 8 B .. 16 MiB by 16x:
+ *   shm alpha        8-byte all-gather 2.1 us (one exchange), 8-byte all-reduce 0.84 us (two):
+ *                    1 us
+ *   shm beta_copy    8 MiB all-gather 3.16 ms (4 MiB received: 1.3 GB/s) and 8 MiB all-reduce
+ *                    4.35 ms (2 x 4 MiB moved, 4 MiB reduced: 2.2 GB/s): 2 GB/s
+ *   beta_reduce      a float32 c = a + b pass, 7 GB/s on one core (issue 3's measurement; the
+ *                    runs above cannot separate it from the copy)
+ *   tcp alpha        8-byte all-gather 277 us, 2 KiB all-gather 106 us, 128-byte all-reduce
+ *                    187 us (two exchanges): 100 us (loopback wake-ups under load)
+ *   tcp beta_copy    8 MiB all-gather 11.0 ms (0.38 GB/s), 8 MiB all-reduce 20.0 ms: 0.4 GB/s
+ * UNPIPELINED: recursive doubling, Rabenseifner and Bruck move whole blocks at once; above a
+ * chunk those no longer stay in cache between the receive and the reduction, and the n = 4
+ * sweep (docs/design.md) has them 1.5x (Rabenseifner) to 2.1x (recursive doubling) slower
+ * than the ring at 32 MiB where the plain model says 1.0x and 1.4x; 1.5 on their bytes fits.
+ */
+static const tutti_cost_params_t params[2] = {
+    {"shm", 1.0e-6, 1.0 / 2.0e9, 1.0 / 7.0e9},
+    {"tcp", 100.0e-6, 1.0 / 0.4e9, 1.0 / 7.0e9},
+};
+#define UNPIPELINED 1.5
+
+/* The per-byte factor of an algorithm that moves msg bytes per message without chunking. */
+static double unpipelined(const tutti_tune_query_t *q, double msg) {
+  return msg > (double)q->chunk_bytes ? UNPIPELINED : 1.0;
+}
+
+const tutti_cost_params_t *tutti__cost_params(int tcp) { return &params[tcp ? 1 : 0]; }
+
+size_t tutti__tune_bytes(tutti_coll_t coll, size_t count, size_t esize, int nranks) {
+  size_t b = count * esize;
+  if (coll == TUTTI_COLL_ALLGATHER || coll == TUTTI_COLL_REDUCE_SCATTER) b *= (size_t)nranks;
+  return b;
+}
+
+void tutti__tune_query(const struct tutti_comm *comm, const tutti_coll_args_t *a,
+                       tutti_tune_query_t *q) {
+  q->coll = a->coll;
+  q->bytes = tutti__tune_bytes(a->coll, a->count, a->esize, comm->nranks);
+  q->nranks = comm->nranks;
+  q->one_host = comm->nlocal == comm->nranks;
+  q->tcp = !q->one_host || comm->cfg.transport == TUTTI_TRANSPORT_TCP;
+  q->chunk_bytes = comm->cfg.chunk_bytes;
+  q->cma = comm->cma;
+}
+
+/* ---- The model ---------------------------------------------------------------------- */
+
+static double log2_ceil(int n) {
+  int l = 0;
+  while ((1 << l) < n) l++;
+  return l;
+}
+static double log2_floor(int n) {
+  int l = 0;
+  while ((2 << l) <= n) l++;
+  return l;
+}
+/* Chunks of a pipelined transfer: ceil(bytes / chunk), at least 1. */
+static double chunks(double bytes, double chunk) {
+  double k = (double)(size_t)(bytes / chunk);
+  if (k * chunk < bytes) k += 1;
+  return k < 1 ? 1 : k;
+}
+
+double tutti__cost_ring(const tutti_tune_query_t *q, const tutti_cost_params_t *c) {
+  double n = q->nranks, m = (double)q->bytes, C = (double)q->chunk_bytes;
+  if (q->nranks == 1) return 0;
+  double blk = m / n, k = chunks(blk, C);
+  switch (q->coll) {
+  case TUTTI_COLL_ALLREDUCE:
+    return 2 * (n - 1) * (k * c->alpha + blk * c->beta_copy) + (n - 1) * blk * c->beta_reduce;
+  case TUTTI_COLL_ALLGATHER: return (n - 1) * (k * c->alpha + blk * c->beta_copy);
+  case TUTTI_COLL_REDUCE_SCATTER:
+    return (n - 1) * (k * c->alpha + blk * (c->beta_copy + c->beta_reduce));
+  case TUTTI_COLL_BROADCAST: { /* a pipelined chain: n-1 hops to fill, then one per chunk */
+    double piece = m < C ? m : C;
+    return (n - 2 + chunks(m, C)) * (c->alpha + piece * c->beta_copy);
+  }
+  case TUTTI_COLL_REDUCE: {
+    double piece = m < C ? m : C;
+    return (n - 2 + chunks(m, C)) * (c->alpha + piece * (c->beta_copy + c->beta_reduce));
+  }
+  default: return -1;
+  }
+}
+
+/* The non-power-of-two fold: the whole vector to the partner, combined, and back. */
+static double fold_cost(const tutti_tune_query_t *q, const tutti_cost_params_t *c, double back) {
+  double m = (double)q->bytes;
+  if (tutti__pow2_floor(q->nranks) == q->nranks) return 0;
+  return 2 * c->alpha + (m + back) * c->beta_copy + m * c->beta_reduce;
+}
+
+double tutti__cost_rd(const tutti_tune_query_t *q, const tutti_cost_params_t *c) {
+  double n = q->nranks, m = (double)q->bytes;
+  if (q->nranks == 1) return 0;
+  switch (q->coll) {
+  case TUTTI_COLL_ALLREDUCE:
+    return log2_floor(q->nranks) *
+               (c->alpha + unpipelined(q, m) * m * (c->beta_copy + c->beta_reduce)) +
+           fold_cost(q, c, m);
+  case TUTTI_COLL_ALLGATHER: /* Bruck: ceil(log2 n) steps, (n-1)/n of the result received */
+    return log2_ceil(q->nranks) * c->alpha +
+           unpipelined(q, m / 2) * (n - 1) / n * m * c->beta_copy;
+  default: return -1;
+  }
+}
+
+double tutti__cost_rab(const tutti_tune_query_t *q, const tutti_cost_params_t *c) {
+  double n = q->nranks, m = (double)q->bytes;
+  double p = tutti__pow2_floor(q->nranks), lg = log2_floor(q->nranks);
+  double part = unpipelined(q, m / 2) * (p - 1) / p * m;
+  if (q->nranks == 1) return 0;
+  switch (q->coll) {
+  case TUTTI_COLL_ALLREDUCE:
+    return 2 * lg * c->alpha + 2 * part * c->beta_copy + part * c->beta_reduce +
+           fold_cost(q, c, m);
+  case TUTTI_COLL_REDUCE_SCATTER: /* plus copying the input into scratch */
+    return lg * c->alpha + part * (c->beta_copy + c->beta_reduce) + m * c->beta_copy +
+           fold_cost(q, c, m / n);
+  default: return -1;
+  }
+}
+
+double tutti__cost_tree(const tutti_tune_query_t *q, const tutti_cost_params_t *c) {
+  double m = (double)q->bytes, C = (double)q->chunk_bytes, depth = log2_ceil(q->nranks);
+  if (q->nranks == 1) return 0;
+  switch (q->coll) {
+  case TUTTI_COLL_ALLREDUCE: { /* up, then down, each pipelined over half the vector */
+    double half = m / 2, piece = half < C ? half : C, k = chunks(half, C);
+    return 2 * (depth + k - 1) * (2 * c->alpha + 2 * piece * c->beta_copy) + m * c->beta_reduce;
+  }
+  case TUTTI_COLL_BROADCAST: { /* inner nodes send every chunk twice */
+    double piece = m < C ? m : C;
+    return (depth + chunks(m, C) - 1) * (2 * c->alpha + 2 * piece * c->beta_copy);
+  }
+  case TUTTI_COLL_REDUCE: {
+    double piece = m < C ? m : C;
+    return (depth + chunks(m, C) - 1) *
+           (2 * c->alpha + 2 * piece * (c->beta_copy + c->beta_reduce));
+  }
+  default: return -1;
+  }
+}
+
+/* Whether algo can run q at all: it implements the collective, and single-copy algorithms
+ * need every rank able to read the others (the same answer on every rank, see shm.c). */
+static int runs(const tutti_algo_t *algo, const tutti_tune_query_t *q) {
+  return algo->fn[q->coll] && (!algo->needs_cma || q->cma);
+}
+
+/* Single copy: only completion tokens travel (rounds of n-1 small messages each); each byte
+ * a rank needs from a peer moves once, by the kernel, straight from the peer's buffer. Reads
+ * are charged as one copy at memcpy-like speed, which is what the kernel does. */
+#define BETA_CMA (1.0 / 6.0e9)
+
+double tutti__cost_cma(const tutti_tune_query_t *q, const tutti_cost_params_t *c) {
+  double n = q->nranks, m = (double)q->bytes, part = (n - 1) / n * m;
+  if (!q->cma || q->nranks == 1) return -1;
+  switch (q->coll) {
+  case TUTTI_COLL_ALLREDUCE: /* addresses, slices done, reads done */
+    return 3 * (n - 1) * c->alpha + 2 * part * BETA_CMA + part * c->beta_reduce;
+  case TUTTI_COLL_REDUCE_SCATTER:
+    return 2 * (n - 1) * c->alpha + part * (BETA_CMA + c->beta_reduce);
+  case TUTTI_COLL_ALLGATHER: return 2 * (n - 1) * c->alpha + part * BETA_CMA;
+  case TUTTI_COLL_BROADCAST: return 2 * c->alpha + m * BETA_CMA;
+  default: return -1;
+  }
+}
+
+double tutti__tune_predict(const tutti_algo_t *algo, const tutti_tune_query_t *q) {
+  if (!algo->cost || !runs(algo, q)) return -1;
+  return algo->cost(q, tutti__cost_params(q->tcp));
+}
+
+const tutti_algo_t *tutti__tune_pick(const tutti_tune_query_t *q, const tutti_tune_rule_t *rules,
+                                     int nrules, const char *forced, tutti_pick_why_t *why) {
+  int n;
+  const tutti_algo_t *t = tutti__algo_table(&n);
+  tutti_pick_why_t dummy;
+  if (!why) why = &dummy;
+  for (int i = 0; i < nrules; i++)
+    if (rules[i].coll == (int)q->coll && q->bytes >= rules[i].lo && q->bytes < rules[i].hi &&
+        rules[i].algo >= 0 && rules[i].algo < n && runs(&t[rules[i].algo], q)) {
+      *why = TUTTI_PICK_TUNE;
+      return &t[rules[i].algo];
+    }
+  if (forced && forced[0] && strcmp(forced, "auto") != 0) {
+    const tutti_algo_t *f = tutti__algo_find(forced);
+    if (f && runs(f, q)) {
+      *why = TUTTI_PICK_FORCED;
+      return f;
+    }
+  }
+  const tutti_algo_t *best = NULL, *first = NULL;
+  double best_t = 0;
+  for (int i = 0; i < n; i++) {
+    if (!runs(&t[i], q)) continue;
+    if (!first) first = &t[i];
+    double p = tutti__tune_predict(&t[i], q);
+    if (p >= 0 && (!best || p < best_t)) {
+      best = &t[i];
+      best_t = p;
+    }
+  }
+  *why = best ? TUTTI_PICK_MODEL : TUTTI_PICK_ONLY;
+  return best ? best : first;
+}
+
+/* ---- TUTTI_TUNE ------------------------------------------------------------------------ */
+
+/* A size with an optional k/m/g suffix (powers of 1024) at *s, advancing *s. */
+static int parse_size(const char **s, size_t *out) {
+  char *end;
+  if (**s < '0' || **s > '9') return -1;
+  errno = 0;
+  unsigned long long v = strtoull(*s, &end, 10);
+  if (errno) return -1;
+  int shift = 0;
+  switch (*end) {
+  case 'k': case 'K': shift = 10; break;
+  case 'm': case 'M': shift = 20; break;
+  case 'g': case 'G': shift = 30; break;
+  default: break;
+  }
+  if (shift) {
+    if (v > (~0ULL >> shift)) return -1;
+    v <<= shift;
+    end++;
+  }
+  *out = (size_t)v;
+  *s = end;
+  return 0;
+}
+
+/* Copies the word up to any of stops into buf (at most len-1 characters). */
+static const char *word(const char *s, const char *stops, char *buf, size_t len) {
+  size_t i = 0;
+  while (*s && !strchr(stops, *s)) {
+    if (i + 1 < len) buf[i++] = *s;
+    s++;
+  }
+  buf[i] = '\0';
+  return s;
+}
+
+static int coll_by_name(const char *name) {
+  for (int c = 0; c < TUTTI_COLL_COUNT; c++)
+    if (!strcmp(tutti__coll_name((tutti_coll_t)c), name)) return c;
+  return -1;
+}
+
+static void algo_names(char *buf, size_t len) {
+  int n;
+  const tutti_algo_t *t = tutti__algo_table(&n);
+  buf[0] = '\0';
+  for (int i = 0; i < n; i++)
+    snprintf(buf + strlen(buf), len - strlen(buf), "%s%s", i ? ", " : "", t[i].name);
+}
+
+tutti_result_t tutti__tune_parse(const char *spec, tutti_tune_rule_t *rules, int max, int *nr,
+                                 char *err, size_t errlen) {
+  int n, count = 0;
+  const tutti_algo_t *t = tutti__algo_table(&n);
+  const char *s = spec ? spec : "";
+  char name[64], why[256];
+  *nr = 0;
+  while (*s) {
+    const char *group = s;
+    s = word(s, ":;", name, sizeof name);
+    int coll = coll_by_name(name);
+    if (coll < 0) {
+      snprintf(why, sizeof why, "'%s' is not a collective (allreduce, allgather, "
+               "reduce_scatter, broadcast, reduce, ...)", name);
+      goto bad;
+    }
+    if (*s != ':') {
+      snprintf(why, sizeof why, "'%s' needs ':RANGE:ALGORITHM' after it", name);
+      goto bad;
+    }
+    s++;
+    for (;;) { /* RANGE:ALGORITHM, comma-separated */
+      size_t lo = 0, hi = (size_t)-1;
+      const char *range = s;
+      if (*s != '-' && parse_size(&s, &lo)) goto bad_range;
+      if (*s != '-') goto bad_range;
+      s++;
+      if (*s != ':' && parse_size(&s, &hi)) goto bad_range;
+      if (*s != ':') goto bad_range;
+      if (lo >= hi) {
+        snprintf(why, sizeof why, "the range '%.*s' is empty (the upper end is exclusive)",
+                 (int)(s - range), range);
+        goto bad;
+      }
+      s++;
+      s = word(s, ",;", name, sizeof name);
+      const tutti_algo_t *a = tutti__algo_find(name);
+      if (!name[0] || !strcmp(name, "auto") || !a) {
+        char names[256];
+        algo_names(names, sizeof names);
+        snprintf(why, sizeof why, "'%s' is not an algorithm (one of: %s)", name, names);
+        goto bad;
+      }
+      if (!a->fn[coll]) {
+        snprintf(why, sizeof why, "algorithm '%s' does not implement %s", name,
+                 tutti__coll_name((tutti_coll_t)coll));
+        goto bad;
+      }
+      if (count == max) {
+        snprintf(why, sizeof why, "more than %d rules", max);
+        goto bad;
+      }
+      rules[count++] = (tutti_tune_rule_t){coll, (int)(a - t), lo, hi};
+      if (*s != ',') break;
+      s++;
+      continue;
+    bad_range:
+      snprintf(why, sizeof why, "at '%.20s': expected a size range LO-HI, LO- or -HI (bytes, "
+               "k/m/g suffixes) followed by ':ALGORITHM'", range);
+      goto bad;
+    }
+    if (*s == ';') {
+      s++;
+    } else if (*s) {
+      snprintf(why, sizeof why, "unexpected '%c' after the rules for '%.*s'", *s,
+               (int)strcspn(group, ":"), group);
+      goto bad;
+    }
+  }
+  *nr = count;
+  return TUTTI_SUCCESS;
+bad:
+  snprintf(err, errlen, "TUTTI_TUNE=%s: %s (expected e.g. "
+           "allreduce:0-64k:recursive_doubling,64k-:ring;allgather:-1m:recursive_doubling)",
+           spec, why);
+  return TUTTI_ERR_INVALID_ARGUMENT;
+}

@@ -1,0 +1,65 @@
+/*
+ * The tuner: picks the algorithm of each collective call from an alpha-beta cost model, unless
+ * TUTTI_TUNE or TUTTI_ALGO say otherwise. Its inputs are the same on every rank (collective,
+ * total bytes, number of ranks, whether all ranks share one host, the transport setting and
+ * the chunk size), so every rank picks the same algorithm without talking to the others.
+ */
+#ifndef TUTTI_TUNER_H
+#define TUTTI_TUNER_H
+
+#include "algo/algo.h"
+
+/* Per-message latency and per-byte costs of one transport, in seconds. */
+typedef struct tutti_cost_params {
+  const char *transport;
+  double alpha;       /* one message, start to end, nothing in it */
+  double beta_copy;   /* one byte moved to a peer */
+  double beta_reduce; /* one byte combined by a reduction kernel */
+} tutti_cost_params_t;
+
+/* The parameters of shm (tcp 0) or tcp (tcp 1), from the table in tuner.c. */
+const tutti_cost_params_t *tutti__cost_params(int tcp);
+
+/* Bytes of a call as nccl-tests (and tutti-bench and TUTTI_TUNE) count them: the whole vector
+ * of all-reduce, broadcast and reduce; the gathered result of all-gather; the input of
+ * reduce-scatter. */
+size_t tutti__tune_bytes(tutti_coll_t coll, size_t count, size_t esize, int nranks);
+
+/* Everything a pick depends on. */
+typedef struct tutti_tune_query {
+  tutti_coll_t coll;
+  size_t bytes;       /* tutti__tune_bytes */
+  int nranks;
+  int one_host;       /* every rank on one host */
+  int tcp;            /* the data moves over tcp (another host, or TUTTI_TRANSPORT=tcp) */
+  size_t chunk_bytes; /* TUTTI_CHUNK_SIZE */
+  int cma;            /* single-copy reads between all ranks work (comm->cma) */
+} tutti_tune_query_t;
+
+/* The query of comm for a call. */
+void tutti__tune_query(const struct tutti_comm *comm, const tutti_coll_args_t *a,
+                       tutti_tune_query_t *q);
+
+/* The model's time in seconds for algo to run q, or a negative number when it has no model
+ * for q's collective (or does not implement it). */
+double tutti__tune_predict(const tutti_algo_t *algo, const tutti_tune_query_t *q);
+
+/* Why a pick was made. */
+typedef enum { TUTTI_PICK_TUNE, TUTTI_PICK_FORCED, TUTTI_PICK_MODEL, TUTTI_PICK_ONLY } tutti_pick_why_t;
+
+/* The algorithm for q, among those that can run there (single-copy ones only where q->cma):
+ * the first TUTTI_TUNE rule that matches, else TUTTI_ALGO (forced, when
+ * not "auto" and it implements the collective), else the cheapest by the model (ties: the
+ * first in the table), else the first algorithm that implements the collective. NULL when none
+ * does. why may be NULL. */
+const tutti_algo_t *tutti__tune_pick(const tutti_tune_query_t *q, const tutti_tune_rule_t *rules,
+                                     int nrules, const char *forced, tutti_pick_why_t *why);
+
+/* Cost functions referenced by the algorithm table (tutti_algo_t.cost). */
+double tutti__cost_ring(const tutti_tune_query_t *q, const tutti_cost_params_t *c);
+double tutti__cost_rd(const tutti_tune_query_t *q, const tutti_cost_params_t *c);
+double tutti__cost_rab(const tutti_tune_query_t *q, const tutti_cost_params_t *c);
+double tutti__cost_tree(const tutti_tune_query_t *q, const tutti_cost_params_t *c);
+double tutti__cost_cma(const tutti_tune_query_t *q, const tutti_cost_params_t *c);
+
+#endif

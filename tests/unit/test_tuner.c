@@ -1,0 +1,274 @@
+/* Unit tests of the tuner: the cost model's formulas, its picks, TUTTI_TUNE parsing, and the
+ * order of the overrides (each test runs in its own process, so setenv is local to it). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "algo/algo.h"
+#include "algo/tuner.h"
+#include "core/internal.h"
+#include "harness.h"
+
+static tutti_tune_query_t query(tutti_coll_t coll, size_t bytes, int n, int tcp) {
+  tutti_tune_query_t q = {coll, bytes, n, !tcp, tcp, 262144, 0};
+  return q;
+}
+
+static const tutti_algo_t *pick(tutti_coll_t coll, size_t bytes, int n, int tcp) {
+  tutti_tune_query_t q = query(coll, bytes, n, tcp);
+  return tutti__tune_pick(&q, NULL, 0, "auto", NULL);
+}
+
+static const tutti_algo_t *algo(const char *name) {
+  const tutti_algo_t *a = tutti__algo_find(name);
+  ASSERT(a != NULL);
+  return a;
+}
+
+static int close_to(double a, double b) { return fabs(a - b) <= 1e-9 * fabs(b) + 1e-15; }
+
+/* The ring and recursive doubling all-reduce times, written out here from the textbook
+ * formulas (Thakur, Rabenseifner and Gropp 2005) with the library's parameters. */
+TEST(model_matches_the_formulas) {
+  for (int tcp = 0; tcp < 2; tcp++) {
+    const tutti_cost_params_t *c = tutti__cost_params(tcp);
+    ASSERT(c->alpha > 0 && c->beta_copy > 0 && c->beta_reduce > 0);
+    double m = 1 << 17, n = 4, C = 262144; /* below a chunk: no unpipelined factor */
+    tutti_tune_query_t q = query(TUTTI_COLL_ALLREDUCE, (size_t)m, 4, tcp);
+    double k = ceil(m / n / C);
+    double ring = 2 * (n - 1) * (k * c->alpha + m / n * c->beta_copy) +
+                  (n - 1) * m / n * c->beta_reduce;
+    ASSERT(close_to(tutti__tune_predict(algo("ring"), &q), ring));
+    double rd = 2 * (c->alpha + m * (c->beta_copy + c->beta_reduce));
+    ASSERT(close_to(tutti__tune_predict(algo("recursive_doubling"), &q), rd));
+    double rab = 2 * 2 * c->alpha + 2 * 0.75 * m * c->beta_copy + 0.75 * m * c->beta_reduce;
+    ASSERT(close_to(tutti__tune_predict(algo("rabenseifner"), &q), rab));
+    /* n = 5 adds the fold: the vector there and back, and one reduction. */
+    q.nranks = 5;
+    double fold = 2 * c->alpha + 2 * m * c->beta_copy + m * c->beta_reduce;
+    ASSERT(close_to(tutti__tune_predict(algo("recursive_doubling"), &q), rd + fold));
+    /* Above a chunk, whole-vector exchanges pay 1.5x per byte. */
+    q = query(TUTTI_COLL_ALLREDUCE, (size_t)4 << 20, 4, tcp);
+    m = 4 << 20;
+    ASSERT(close_to(tutti__tune_predict(algo("recursive_doubling"), &q),
+                    2 * (c->alpha + 1.5 * m * (c->beta_copy + c->beta_reduce))));
+  }
+}
+
+/* Latency wins small messages, bandwidth large ones. */
+TEST(picks_by_size) {
+  for (int tcp = 0; tcp < 2; tcp++)
+    for (int n = 3; n <= 16; n++) {
+      ASSERT_STR_EQ(pick(TUTTI_COLL_ALLREDUCE, 8, n, tcp)->name, "recursive_doubling");
+      if (n >= 4) /* at n = 3 Bruck and the ring both take two steps */
+        ASSERT_STR_EQ(pick(TUTTI_COLL_ALLGATHER, 8 * (size_t)n, n, tcp)->name,
+                      "recursive_doubling");
+      ASSERT(strcmp(pick(TUTTI_COLL_ALLREDUCE, 256u << 20, n, tcp)->name,
+                    "recursive_doubling") != 0);
+    }
+  /* Collectives with a single algorithm get it. */
+  ASSERT_STR_EQ(pick(TUTTI_COLL_ALLTOALLV, 1 << 20, 4, 0)->name, "pairwise");
+  ASSERT_STR_EQ(pick(TUTTI_COLL_GATHERV, 1 << 20, 4, 0)->name, "direct");
+  ASSERT_STR_EQ(pick(TUTTI_COLL_BARRIER, 0, 4, 0)->name, "ring");
+}
+
+/* The pick is the argmin of the predictions over the algorithms implementing the call. */
+TEST(pick_is_the_cheapest_prediction) {
+  int na;
+  const tutti_algo_t *t = tutti__algo_table(&na);
+  const tutti_coll_t colls[] = {TUTTI_COLL_ALLREDUCE, TUTTI_COLL_ALLGATHER,
+                                TUTTI_COLL_REDUCE_SCATTER, TUTTI_COLL_BROADCAST,
+                                TUTTI_COLL_REDUCE};
+  for (size_t ci = 0; ci < sizeof colls / sizeof colls[0]; ci++)
+    for (size_t b = 1; b <= ((size_t)1 << 30); b *= 4)
+      for (int n = 2; n <= 9; n++)
+        for (int tcp = 0; tcp < 2; tcp++) {
+          tutti_tune_query_t q = query(colls[ci], b, n, tcp);
+          tutti_pick_why_t why;
+          const tutti_algo_t *p = tutti__tune_pick(&q, NULL, 0, "", &why);
+          ASSERT_EQ(why, TUTTI_PICK_MODEL);
+          double best = tutti__tune_predict(p, &q);
+          ASSERT(best >= 0);
+          for (int i = 0; i < na; i++) {
+            double s = tutti__tune_predict(&t[i], &q);
+            if (s >= 0) ASSERT(best <= s);
+          }
+        }
+}
+
+/* Same inputs, same pick, whatever was asked before (no hidden state). */
+TEST(same_inputs_same_pick) {
+  const tutti_algo_t *first[64];
+  int k = 0;
+  for (size_t b = 8; b <= ((size_t)64 << 20) && k < 64; b *= 8)
+    for (int n = 2; n <= 8 && k < 64; n += 3) first[k++] = pick(TUTTI_COLL_ALLREDUCE, b, n, 0);
+  (void)pick(TUTTI_COLL_BROADCAST, 12345, 7, 1);
+  k = 0;
+  for (size_t b = 8; b <= ((size_t)64 << 20) && k < 64; b *= 8)
+    for (int n = 2; n <= 8 && k < 64; n += 3)
+      ASSERT(first[k++] == pick(TUTTI_COLL_ALLREDUCE, b, n, 0));
+}
+
+static tutti_result_t parse(const char *spec, tutti_tune_rule_t *r, int *n, char *err) {
+  return tutti__tune_parse(spec, r, TUTTI_TUNE_MAX_RULES, n, err, 512);
+}
+
+static int index_of(const char *name) {
+  int na;
+  return (int)(algo(name) - tutti__algo_table(&na));
+}
+
+TEST(tune_parses_rules) {
+  tutti_tune_rule_t r[TUTTI_TUNE_MAX_RULES];
+  int n = -1;
+  char err[512];
+  ASSERT_EQ(parse("", r, &n, err), TUTTI_SUCCESS);
+  ASSERT_EQ(n, 0);
+  ASSERT_EQ(parse("allreduce:0-64k:recursive_doubling,64k-:ring;allgather:-1M:"
+                  "recursive_doubling;broadcast:3-2g:tree",
+                  r, &n, err),
+            TUTTI_SUCCESS);
+  ASSERT_EQ(n, 4);
+  ASSERT_EQ(r[0].coll, TUTTI_COLL_ALLREDUCE);
+  ASSERT_EQ(r[0].lo, 0);
+  ASSERT_EQ(r[0].hi, 65536);
+  ASSERT_EQ(r[0].algo, index_of("recursive_doubling"));
+  ASSERT_EQ(r[1].coll, TUTTI_COLL_ALLREDUCE);
+  ASSERT_EQ(r[1].lo, 65536);
+  ASSERT(r[1].hi == (size_t)-1);
+  ASSERT_EQ(r[1].algo, index_of("ring"));
+  ASSERT_EQ(r[2].coll, TUTTI_COLL_ALLGATHER);
+  ASSERT_EQ(r[2].lo, 0);
+  ASSERT_EQ(r[2].hi, 1 << 20);
+  ASSERT_EQ(r[3].coll, TUTTI_COLL_BROADCAST);
+  ASSERT_EQ(r[3].lo, 3);
+  ASSERT(r[3].hi == (size_t)2 << 30);
+  ASSERT_EQ(r[3].algo, index_of("tree"));
+  /* A trailing ';' is harmless. */
+  ASSERT_EQ(parse("reduce:-:tree;", r, &n, err), TUTTI_SUCCESS);
+  ASSERT_EQ(n, 1);
+}
+
+/* Each malformed value fails with a message that names the variable and the culprit. */
+TEST(tune_rejects_bad_input) {
+  static const struct {
+    const char *spec, *says;
+  } bad[] = {
+      {"allreduce", "needs ':RANGE:ALGORITHM'"},
+      {"allreduce:0-64k", "followed by ':ALGORITHM'"},
+      {"allreduce:0-64k:", "is not an algorithm"},
+      {"allreduce:0-64k:fast", "'fast' is not an algorithm"},
+      {"allreduce:0-64k:auto", "'auto' is not an algorithm"},
+      {"allgather:0-64k:tree", "'tree' does not implement allgather"},
+      {"allreduce:64k-1k:ring", "is empty"},
+      {"allreduce:5-5:ring", "is empty"},
+      {"allreduce:0-64q:ring", "expected a size range"},
+      {"allreduce:64k:ring", "expected a size range"},
+      {"allreduce:x-1:ring", "expected a size range"},
+      {"allreduce:0-99999999999999999999:ring", "expected a size range"},
+      {"allreduce:0-1k:ring;;", "is not a collective"},
+      {"bogus:0-1:ring", "'bogus' is not a collective"},
+      {"allreduce:0-1k:ring allgather:0-1k:ring", "is not an algorithm"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    tutti_tune_rule_t r[TUTTI_TUNE_MAX_RULES];
+    int n = -1;
+    char err[512] = "";
+    if (parse(bad[i].spec, r, &n, err) != TUTTI_ERR_INVALID_ARGUMENT || !strstr(err, bad[i].says) ||
+        !strstr(err, "TUTTI_TUNE="))
+      harness_fail(__FILE__, __LINE__, "'%s' gave '%s', expected a message with '%s'",
+                   bad[i].spec, err, bad[i].says);
+  }
+  /* More rules than fit. */
+  char many[2048] = "allreduce:";
+  for (int i = 0; i <= TUTTI_TUNE_MAX_RULES; i++)
+    snprintf(many + strlen(many), sizeof many - strlen(many), "%s%d-%d:ring", i ? "," : "",
+             i, i + 1);
+  tutti_tune_rule_t r[TUTTI_TUNE_MAX_RULES];
+  int n;
+  char err[512];
+  ASSERT_EQ(parse(many, r, &n, err), TUTTI_ERR_INVALID_ARGUMENT);
+  ASSERT(strstr(err, "more than") != NULL);
+}
+
+/* Init reads TUTTI_TUNE through the configuration and fails on a bad one. */
+TEST(tune_through_config) {
+  tutti_config_t cfg;
+  char err[512];
+  setenv("TUTTI_TUNE", "allreduce:0-1k:tree", 1);
+  ASSERT_EQ(tutti__config_load(&cfg, err, sizeof err), TUTTI_SUCCESS);
+  ASSERT_EQ(cfg.ntune, 1);
+  setenv("TUTTI_TUNE", "allreduce:0-1k:nope", 1);
+  ASSERT_EQ(tutti__config_load(&cfg, err, sizeof err), TUTTI_ERR_INVALID_ARGUMENT);
+  ASSERT(strstr(err, "TUTTI_TUNE=allreduce:0-1k:nope") != NULL);
+}
+
+/* TUTTI_TUNE rules first (only inside their range), then TUTTI_ALGO, then the model. */
+TEST(override_order) {
+  tutti_tune_rule_t r[TUTTI_TUNE_MAX_RULES];
+  int n;
+  char err[512];
+  ASSERT_EQ(parse("allreduce:1k-2k:tree,2k-4k:rabenseifner", r, &n, err), TUTTI_SUCCESS);
+  tutti_pick_why_t why;
+  tutti_tune_query_t q = query(TUTTI_COLL_ALLREDUCE, 1024, 4, 0);
+  ASSERT_STR_EQ(tutti__tune_pick(&q, r, n, "ring", &why)->name, "tree");
+  ASSERT_EQ(why, TUTTI_PICK_TUNE);
+  q.bytes = 2047;
+  ASSERT_STR_EQ(tutti__tune_pick(&q, r, n, "ring", &why)->name, "tree");
+  q.bytes = 2048;
+  ASSERT_STR_EQ(tutti__tune_pick(&q, r, n, "ring", &why)->name, "rabenseifner");
+  q.bytes = 4096; /* outside every rule: TUTTI_ALGO */
+  ASSERT_STR_EQ(tutti__tune_pick(&q, r, n, "ring", &why)->name, "ring");
+  ASSERT_EQ(why, TUTTI_PICK_FORCED);
+  q.bytes = 8; /* no TUTTI_ALGO: the model */
+  ASSERT_STR_EQ(tutti__tune_pick(&q, r, n, "auto", &why)->name, "recursive_doubling");
+  ASSERT_EQ(why, TUTTI_PICK_MODEL);
+  /* A rule for another collective does not apply; a forced algorithm that does not
+   * implement the collective falls through to the model. */
+  q.coll = TUTTI_COLL_ALLGATHER;
+  q.bytes = 1500;
+  ASSERT_STR_EQ(tutti__tune_pick(&q, r, n, "tree", &why)->name,
+                pick(TUTTI_COLL_ALLGATHER, 1500, 4, 0)->name);
+  ASSERT_EQ(why, TUTTI_PICK_MODEL);
+}
+
+TEST(deterministic_is_0_or_1) {
+  tutti_config_t cfg;
+  char err[512];
+  unsetenv("TUTTI_DETERMINISTIC");
+  ASSERT_EQ(tutti__config_load(&cfg, err, sizeof err), TUTTI_SUCCESS);
+  ASSERT_EQ(cfg.deterministic, 0);
+  setenv("TUTTI_DETERMINISTIC", "1", 1);
+  ASSERT_EQ(tutti__config_load(&cfg, err, sizeof err), TUTTI_SUCCESS);
+  ASSERT_EQ(cfg.deterministic, 1);
+  setenv("TUTTI_DETERMINISTIC", "yes", 1);
+  ASSERT_EQ(tutti__config_load(&cfg, err, sizeof err), TUTTI_ERR_INVALID_ARGUMENT);
+  ASSERT(strstr(err, "TUTTI_DETERMINISTIC=yes") != NULL);
+}
+
+TEST(bytes_count_like_the_benchmark) {
+  ASSERT_EQ(tutti__tune_bytes(TUTTI_COLL_ALLREDUCE, 10, 4, 3), 40);
+  ASSERT_EQ(tutti__tune_bytes(TUTTI_COLL_ALLGATHER, 10, 4, 3), 120);
+  ASSERT_EQ(tutti__tune_bytes(TUTTI_COLL_REDUCE_SCATTER, 10, 4, 3), 120);
+  ASSERT_EQ(tutti__tune_bytes(TUTTI_COLL_BROADCAST, 10, 2, 3), 20);
+}
+
+/* Single copy is a candidate only where every rank can read the others (q.cma), and then the
+ * model takes it for large messages on one host, where it moves each byte once. */
+TEST(cma_only_where_reads_work) {
+  tutti_tune_query_t q = query(TUTTI_COLL_ALLREDUCE, 16u << 20, 2, 0);
+  const tutti_algo_t *cma = tutti__algo_find("cma");
+  ASSERT(cma != NULL);
+  ASSERT(tutti__tune_pick(&q, NULL, 0, "auto", NULL) != cma);
+  ASSERT(tutti__tune_pick(&q, NULL, 0, "cma", NULL) != cma); /* forced, but cannot run */
+  ASSERT(tutti__tune_predict(cma, &q) < 0);
+  q.cma = 1;
+  ASSERT(tutti__tune_predict(cma, &q) > 0);
+  ASSERT(tutti__tune_pick(&q, NULL, 0, "auto", NULL) == cma);
+  ASSERT(tutti__tune_pick(&q, NULL, 0, "ring", NULL) != cma);
+  /* 8 bytes: three rounds of tokens cost more than one exchange of the data. */
+  q.bytes = 8;
+  ASSERT(tutti__tune_pick(&q, NULL, 0, "auto", NULL) != cma);
+}
+
+int main(int argc, char **argv) { return harness_main(argc, argv); }

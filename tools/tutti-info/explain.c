@@ -1,0 +1,98 @@
+/*
+ * tutti-info --explain COLLECTIVE SIZE NRANKS [shm|tcp]: every candidate's predicted time from
+ * the tuner's cost model and the algorithm a call would run, honouring TUTTI_TUNE, TUTTI_ALGO
+ * and TUTTI_CHUNK_SIZE from the environment exactly as the library does.
+ */
+#include "explain.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "algo/algo.h"
+#include "algo/tuner.h"
+#include "bootstrap/bootstrap.h"
+#include "core/internal.h"
+
+static int usage(void) {
+  fprintf(stderr, "usage: tutti-info --explain COLLECTIVE SIZE NRANKS [shm|tcp]\n"
+                  "  COLLECTIVE: allreduce allgather reduce_scatter broadcast reduce\n"
+                  "  SIZE: bytes as tutti-bench counts them (k, M, G suffixes), e.g. 1M\n"
+                  "  shm (default): all ranks on one host; tcp: over TCP\n");
+  return 2;
+}
+
+static int parse_size(const char *s, size_t *out) {
+  char *end;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (end == s || *s == '-') return -1;
+  int shift = *end == 'k' || *end == 'K' ? 10 : *end == 'm' || *end == 'M' ? 20
+            : *end == 'g' || *end == 'G' ? 30 : 0;
+  end += shift != 0;
+  end += *end == 'B' || *end == 'b';
+  if (*end || v > (~0ULL >> shift)) return -1;
+  *out = (size_t)(v << shift);
+  return 0;
+}
+
+static const char *why_text(tutti_pick_why_t w) {
+  switch (w) {
+  case TUTTI_PICK_TUNE: return "a TUTTI_TUNE rule";
+  case TUTTI_PICK_FORCED: return "TUTTI_ALGO";
+  case TUTTI_PICK_MODEL: return "the cost model: lowest predicted time";
+  default: return "the only algorithm that implements it";
+  }
+}
+
+int tutti_info_explain(int argc, char **argv) {
+  if (argc < 3 || argc > 4) return usage();
+  tutti_tune_query_t q = {0};
+  int coll = -1;
+  for (int c = 0; c < TUTTI_COLL_COUNT; c++)
+    if (!strcmp(argv[0], tutti__coll_name((tutti_coll_t)c))) coll = c;
+  char *end;
+  long n = strtol(argv[2], &end, 10);
+  if (coll < 0 || parse_size(argv[1], &q.bytes) || *end || n < 1 || n > TUTTI_MAX_RANKS ||
+      (argc == 4 && strcmp(argv[3], "shm") && strcmp(argv[3], "tcp")))
+    return usage();
+  char err[512];
+  tutti_config_t cfg;
+  if (tutti__config_load(&cfg, err, sizeof err) != TUTTI_SUCCESS) {
+    fprintf(stderr, "tutti-info: %s\n", err);
+    return 1;
+  }
+  q.coll = (tutti_coll_t)coll;
+  q.nranks = (int)n;
+  q.tcp = argc == 4 && !strcmp(argv[3], "tcp");
+  q.one_host = !q.tcp;
+  q.chunk_bytes = cfg.chunk_bytes;
+  /* Whether the kernel lets ranks read each other is known only inside a job (it is checked
+   * at init); here it is assumed allowed on shm unless TUTTI_CMA=0. */
+  q.cma = !q.tcp && cfg.cma;
+  const tutti_cost_params_t *p = tutti__cost_params(q.tcp);
+  printf("%s of %zu bytes on %d ranks over %s (chunk %zu bytes)\n", argv[0], q.bytes, q.nranks,
+         p->transport, q.chunk_bytes);
+  printf("model parameters (%s): alpha %.2f us, beta_copy %.3f ns/B (%.2f GB/s), "
+         "beta_reduce %.3f ns/B (%.2f GB/s)\n\n",
+         p->transport, p->alpha * 1e6, p->beta_copy * 1e9, 1e-9 / p->beta_copy,
+         p->beta_reduce * 1e9, 1e-9 / p->beta_reduce);
+  int na;
+  const tutti_algo_t *t = tutti__algo_table(&na);
+  printf("  %-20s %14s\n", "candidate", "predicted (us)");
+  for (int i = 0; i < na; i++) {
+    if (!t[i].fn[coll]) continue;
+    double s = tutti__tune_predict(&t[i], &q);
+    if (s >= 0)
+      printf("  %-20s %14.2f\n", t[i].name, s * 1e6);
+    else
+      printf("  %-20s %14s\n", t[i].name, "(no model)");
+  }
+  tutti_pick_why_t why;
+  const tutti_algo_t *pick = tutti__tune_pick(&q, cfg.tune, cfg.ntune, cfg.algo, &why);
+  if (!pick) {
+    printf("\nno algorithm implements %s\n", argv[0]);
+    return 1;
+  }
+  printf("\npick: %s (%s)\n", pick->name, why_text(why));
+  return 0;
+}

@@ -1,0 +1,8 @@
+/* tutti-info --explain: what the tuner would pick for one call, and why. */
+#ifndef TUTTI_INFO_EXPLAIN_H
+#define TUTTI_INFO_EXPLAIN_H
+
+/* argv: COLLECTIVE SIZE NRANKS [shm|tcp]. Returns the exit status. */
+int tutti_info_explain(int argc, char **argv);
+
+#endif
