@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "algo/algo.h"
 #include "transport/transport.h"
 
 #define SHM_MAGIC 0x7475747469534d31ull /* "tuttiSM1" */
@@ -92,20 +93,33 @@ static void ring_bell(shm_transport_t *s, int li) {
   if (atomic_load(&slot->sleeping)) futex(&slot->doorbell, FUTEX_WAKE, INT_MAX, NULL);
 }
 
+/* The call in progress, for messages: its API name and, for a collective, its number. */
+static const char *call_desc(const struct tutti_comm *comm, char *buf, size_t len) {
+  const char *op = comm->op_name ? comm->op_name : "the call";
+  if (comm->fp.coll == TUTTI_COLL_SEND)
+    snprintf(buf, len, "%s", op);
+  else
+    snprintf(buf, len, "%s #%u", op, comm->seq);
+  return buf;
+}
+
 static tutti_result_t check_failed(shm_transport_t *s) {
   int32_t f = atomic_load_explicit(&s->hdr->failed, memory_order_acquire);
   struct tutti_comm *comm = s->base.comm;
   if (f == 0 || f - 1 == comm->rank) return TUTTI_SUCCESS;
-  char who[128], why[256];
+  char who[128], why[256], call[96];
   int li = comm->peers[f - 1].local_index;
   memcpy(why, s->slots[li].reason, sizeof why);
   why[sizeof why - 1] = '\0';
-  /* A disagreement on the call is the caller's bug on every rank, not a peer failure. */
-  tutti_result_t code = s->slots[li].code == TUTTI_ERR_INVALID_USAGE ? TUTTI_ERR_INVALID_USAGE
-                                                                      : TUTTI_ERR_REMOTE;
-  return tutti__error(comm, code, "%s failed and abandoned the collective (%s)",
+  /* A disagreement on the call is the caller's bug on every rank, not a peer failure; a
+   * timeout is every rank's timeout (the peer stopped answering), and the reason names it. */
+  int32_t first = s->slots[li].code;
+  tutti_result_t code = first == TUTTI_ERR_INVALID_USAGE || first == TUTTI_ERR_TIMEOUT
+                            ? (tutti_result_t)first
+                            : TUTTI_ERR_REMOTE;
+  return tutti__error(comm, code, "%s failed and abandoned %s (%s)",
                       tutti__peer_desc(comm, f - 1, who, sizeof who),
-                      why[0] ? why : "no reason given");
+                      call_desc(comm, call, sizeof call), why[0] ? why : "no reason given");
 }
 
 static tutti_result_t shm_send(tutti_transport_t *t, int peer, const struct iovec *iov,
@@ -190,9 +204,10 @@ static tutti_result_t check_alive(shm_transport_t *s, const tutti_want_t *wants,
       dead = kill(comm->peers[wants[i].peer].pid, 0) != 0 && errno == ESRCH;
     }
     if (dead) {
-      char who[128];
-      return tutti__error(comm, TUTTI_ERR_REMOTE, "%s died during the collective",
-                          tutti__peer_desc(comm, wants[i].peer, who, sizeof who));
+      char who[128], call[96];
+      return tutti__error(comm, TUTTI_ERR_REMOTE, "%s died during %s",
+                          tutti__peer_desc(comm, wants[i].peer, who, sizeof who),
+                          call_desc(comm, call, sizeof call));
     }
   }
   return TUTTI_SUCCESS;
