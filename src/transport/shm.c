@@ -239,8 +239,48 @@ static void shm_wake(tutti_transport_t *t) {
   ring_bell(s, s->me);
 }
 
+/* 1 if pid (of this host) is stopped or traced: state T or t in /proc/pid/stat. */
+static int pid_stopped(int32_t pid) {
+  char path[64], buf[512];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  FILE *f = fopen(path, "r");
+  if (!f) return 0;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  const char *p = strrchr(buf, ')'); /* the command name may hold spaces and parentheses */
+  return p && (p[2] == 'T' || p[2] == 't');
+}
+
+int tutti__stopped_peer(const struct tutti_comm *comm) {
+  const tutti_peer_t *me = &comm->peers[comm->rank];
+  for (int r = 0; r < comm->nranks; r++) {
+    const tutti_peer_t *p = &comm->peers[r];
+    if (r != comm->rank && strcmp(p->host, me->host) == 0 &&
+        strcmp(p->boot_id, me->boot_id) == 0 && pid_stopped(p->pid))
+      return r;
+  }
+  return -1;
+}
+
+int tutti__blame_stopped_peer(struct tutti_comm *comm) {
+  if (comm->failed != TUTTI_ERR_TIMEOUT) return -1;
+  int r = tutti__stopped_peer(comm);
+  if (r >= 0) {
+    char who[128], call[96], note[256];
+    snprintf(note, sizeof note, "; %s is stopped (SIGSTOP or a debugger) in %s",
+             tutti__peer_desc(comm, r, who, sizeof who), call_desc(comm, call, sizeof call));
+    if (!strstr(comm->last_error, note)) {
+      size_t used = strlen(comm->last_error);
+      snprintf(comm->last_error + used, sizeof comm->last_error - used, "%s", note);
+    }
+  }
+  return r;
+}
+
 static void shm_fail(tutti_transport_t *t, const char *reason) {
   shm_transport_t *s = (shm_transport_t *)t;
+  tutti__blame_stopped_peer(t->comm);
   int32_t expected = 0;
   char *dst = s->slots[s->me].reason;
   size_t len = strnlen(reason, sizeof s->slots[s->me].reason - 1);

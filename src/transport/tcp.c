@@ -145,6 +145,13 @@ static tutti_result_t peer_error(tcp_transport_t *t, int peer, const char *what,
     return tutti__error(comm, TUTTI_ERR_REMOTE, "%s destroyed its communicator during %s", who,
                         call);
   if (blamed < 0) blamed = find_dead(t, peer, FIND_DEAD_MS);
+  if (blamed < 0 && (blamed = tutti__stopped_peer(comm)) >= 0) {
+    /* Nobody died, but a rank of this host is stopped: peer gave up waiting on it. */
+    t->culprit = blamed;
+    return tutti__error(comm, TUTTI_ERR_TIMEOUT, "%s gave up while %s is stopped (SIGSTOP or "
+                        "a debugger) in %s", who,
+                        tutti__peer_desc(comm, blamed, root, sizeof root), call);
+  }
   if (blamed >= 0) {
     t->culprit = blamed;
     return tutti__error(comm, TUTTI_ERR_REMOTE, "%s died or failed during %s (%s %s%s%s)",
@@ -193,7 +200,8 @@ static tutti_result_t tcp_block(tutti_transport_t *tp, const tutti_want_t *wants
   tcp_transport_t *t = (tcp_transport_t *)tp;
   for (int i = 0; i < nwants; i++) {
     t->pfd[i].fd = t->fd[wants[i].peer];
-    t->pfd[i].events = (short)(((wants[i].what & TUTTI_WANT_RECV) ? POLLIN : 0) |
+    /* POLLPRI: a failing peer's urgent byte, kept before a read passes (and drops) it. */
+    t->pfd[i].events = (short)(((wants[i].what & TUTTI_WANT_RECV) ? POLLIN | POLLPRI : 0) |
                                ((wants[i].what & TUTTI_WANT_SEND) ? POLLOUT : 0));
     t->pfd[i].revents = 0;
   }
@@ -202,6 +210,8 @@ static tutti_result_t tcp_block(tutti_transport_t *tp, const tutti_want_t *wants
   int rc = poll(t->pfd, (nfds_t)nwants + 1, timeout_ms);
   if (rc < 0 && errno != EINTR)
     return tutti__error(t->base.comm, TUTTI_ERR_SYSTEM, "poll failed: %s", strerror(errno));
+  for (int i = 0; rc > 0 && i < nwants; i++)
+    if (t->pfd[i].revents & POLLPRI) keep_mark(t, wants[i].peer);
   if (rc > 0 && t->pfd[nwants].revents) {
     uint64_t v;
     if (read(t->wake_fd, &v, sizeof v) < 0) { /* drained; nothing else to do */
@@ -231,6 +241,7 @@ static void tcp_fail(tutti_transport_t *tp, const char *reason) {
    * unset) blames nobody: the owner's queues are not ours to read. */
   unsigned kind = comm->failed == TUTTI_ERR_TIMEOUT ? MARK_TIMEOUT : MARK_FAILED;
   int blamed = comm->failed != TUTTI_SUCCESS ? t->culprit : -1;
+  if (blamed < 0) blamed = tutti__blame_stopped_peer(comm);
   for (int i = 0; kind == MARK_TIMEOUT && blamed < 0 && i < comm->nranks; i++)
     if (comm->peers[i].recvq_head) blamed = i;
   unsigned char mark =

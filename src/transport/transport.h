@@ -49,6 +49,14 @@ struct tutti_transport {
   struct tutti_comm *comm;
 };
 
+/* After a timeout (comm->failed == TUTTI_ERR_TIMEOUT): a peer on this host that is stopped
+ * (SIGSTOP, a debugger), found through /proc, is the likely culprit though this rank waited
+ * on a neighbour; its rank is returned and named once at the end of comm->last_error, so the
+ * reason the transports pass on names it. -1 if none (or on another host). shm.c. */
+int tutti__blame_stopped_peer(struct tutti_comm *comm);
+/* The first peer on this host that is stopped, or -1; names nothing. shm.c. */
+int tutti__stopped_peer(const struct tutti_comm *comm);
+
 /* Constructors, called by comm.c after bootstrap; each connects the peers whose tp it is. */
 tutti_result_t tutti__shm_create(struct tutti_comm *comm, tutti_transport_t **out);
 tutti_result_t tutti__tcp_create(struct tutti_comm *comm, int listen_fd, tutti_transport_t **out);
