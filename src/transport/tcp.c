@@ -255,7 +255,7 @@ static void tcp_fail(tutti_transport_t *tp, const char *reason) {
       if (send(t->fd[i], &h, sizeof h, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) { /* best effort */
       }
     }
-    /* Best effort too: with the send buffer full it is lost, and the peer blames by elimination. */
+    /* Best effort too: with the send buffer full it is lost; the peer blames by elimination. */
     if (send(t->fd[i], &mark, 1, MSG_OOB | MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
     }
     shutdown(t->fd[i], SHUT_RDWR);
