@@ -122,7 +122,8 @@ void inject_make_plan(tutti_comm_t comm, int driver_fd, const char *seed_env, in
     plan->seed = seed;
     plan->victim = (int64_t)(splitmix64(&st) % (uint64_t)nranks);
     double u = (double)(splitmix64(&st) >> 11) / 9007199254740992.0; /* [0, 1) */
-    plan->fault_ns = inject_now_ns() + (int64_t)((min_delay_s + u * (max_delay_s - min_delay_s)) * 1e9);
+    double delay_s = min_delay_s + u * (max_delay_s - min_delay_s);
+    plan->fault_ns = inject_now_ns() + (int64_t)(delay_s * 1e9);
     plan->hold_ns = (int64_t)(hold_s * 1e9);
     plan->sig = sig;
     plan->nranks = nranks;

@@ -5,12 +5,13 @@
  *   net_check [--mib M] [--iters N] [--seconds S] [--expect-fail]
  *
  * Without --expect-fail, N all-reduces of M MiB (defaults 8 and 10), or as many as fit in S
- * seconds (at least one), must all succeed and be bit-exact; it exits 0 then. With --expect-fail (a partition longer than TUTTI_TIMEOUT), the
- * loop runs until a call fails: the failure must be TUTTI_ERR_TIMEOUT or TUTTI_ERR_REMOTE,
- * come no later than TUTTI_TIMEOUT + 5 s after the call started, and name a peer ("rank ");
- * a further all-reduce must fail and tutti_comm_destroy must return within 100 ms. Either
- * way it prints "net_check rank R: PASS ..." and exits 0 only if all of that held. A watchdog
- * alarm (NET_CHECK_WATCHDOG seconds, default 120) turns a hang into a failure.
+ * seconds (at least one), must all succeed and be bit-exact; it exits 0 then. With
+ * --expect-fail (a partition longer than TUTTI_TIMEOUT), the loop runs until a call fails:
+ * the failure must be TUTTI_ERR_TIMEOUT or TUTTI_ERR_REMOTE, come no later than
+ * TUTTI_TIMEOUT + 5 s after the call started, and name a peer ("rank "); a further all-reduce
+ * must fail and tutti_comm_destroy must return within 100 ms. Either way it prints
+ * "net_check rank R: PASS ..." and exits 0 only if all of that held. A watchdog alarm
+ * (NET_CHECK_WATCHDOG seconds, default 120) turns a hang into a failure.
  */
 #include <signal.h>
 #include <stdio.h>
