@@ -239,7 +239,8 @@ static void shm_wake(tutti_transport_t *t) {
   ring_bell(s, s->me);
 }
 
-/* 1 if pid (of this host) is stopped or traced: state T or t in /proc/pid/stat. */
+/* 1 if pid (of this host) is stopped by a signal: state T in /proc/pid/stat. Not t (traced):
+ * LeakSanitizer briefly traces every exiting process of an ASan build. */
 static int pid_stopped(int32_t pid) {
   char path[64], buf[512];
   snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
@@ -249,7 +250,7 @@ static int pid_stopped(int32_t pid) {
   fclose(f);
   buf[n] = '\0';
   const char *p = strrchr(buf, ')'); /* the command name may hold spaces and parentheses */
-  return p && (p[2] == 'T' || p[2] == 't');
+  return p && p[1] == ' ' && p[2] == 'T';
 }
 
 int tutti__stopped_peer(const struct tutti_comm *comm) {
@@ -268,7 +269,7 @@ int tutti__blame_stopped_peer(struct tutti_comm *comm) {
   int r = tutti__stopped_peer(comm);
   if (r >= 0) {
     char who[128], call[96], note[256];
-    snprintf(note, sizeof note, "; %s is stopped (SIGSTOP or a debugger) in %s",
+    snprintf(note, sizeof note, "; %s is stopped (SIGSTOP) in %s",
              tutti__peer_desc(comm, r, who, sizeof who), call_desc(comm, call, sizeof call));
     if (!strstr(comm->last_error, note)) {
       size_t used = strlen(comm->last_error);

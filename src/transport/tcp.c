@@ -54,12 +54,13 @@ typedef struct tcp_hello {
 } tcp_hello_t;
 
 /* The urgent byte: the kind in the top two bits, 1 + the blamed rank (0: none, or a rank
- * above 62) in the low six. */
+ * above 61) in the low six; see MARK_USAGE. */
 #define MARK_FAILED 0x40u  /* it failed: a peer died or failed, or it was aborted */
 #define MARK_TIMEOUT 0x80u /* it timed out waiting for the blamed rank */
 #define MARK_LEFT 0xC0u    /* it destroyed its communicator cleanly */
 #define MARK_KIND 0xC0u
-#define MARK_RANKS 63
+#define MARK_RANKS 62 /* ranks 0..61 can be blamed; 63 with MARK_FAILED: */
+#define MARK_USAGE 63 /* the ranks disagree on the call (TUTTI_ERR_INVALID_USAGE) */
 /* How long a rank that cannot tell who failed first waits for a dying peer's connections. */
 #define FIND_DEAD_MS 100
 
@@ -134,6 +135,9 @@ static tutti_result_t peer_error(tcp_transport_t *t, int peer, const char *what,
                         e ? strerror(e) : "");
   keep_mark(t, peer);
   unsigned mark = t->mark[peer];
+  if (mark == (MARK_FAILED | MARK_USAGE)) /* its abort frame may have been lost */
+    return tutti__error(comm, TUTTI_ERR_INVALID_USAGE, "%s gave up on %s: the ranks disagree "
+                        "on the call (see that rank's error)", who, call);
   int blamed = (int)(mark & ~MARK_KIND) - 1;
   if (blamed == comm->rank || blamed >= comm->nranks) blamed = -1;
   if ((mark & MARK_KIND) == MARK_TIMEOUT && blamed >= 0) {
@@ -148,8 +152,8 @@ static tutti_result_t peer_error(tcp_transport_t *t, int peer, const char *what,
   if (blamed < 0 && (blamed = tutti__stopped_peer(comm)) >= 0) {
     /* Nobody died, but a rank of this host is stopped: peer gave up waiting on it. */
     t->culprit = blamed;
-    return tutti__error(comm, TUTTI_ERR_TIMEOUT, "%s gave up while %s is stopped (SIGSTOP or "
-                        "a debugger) in %s", who,
+    return tutti__error(comm, TUTTI_ERR_TIMEOUT, "%s gave up while %s is stopped (SIGSTOP) "
+                        "in %s", who,
                         tutti__peer_desc(comm, blamed, root, sizeof root), call);
   }
   if (blamed >= 0) {
@@ -246,6 +250,7 @@ static void tcp_fail(tutti_transport_t *tp, const char *reason) {
     if (comm->peers[i].recvq_head) blamed = i;
   unsigned char mark =
       (unsigned char)(kind | (blamed >= 0 && blamed < MARK_RANKS ? (unsigned)blamed + 1 : 0));
+  if (comm->failed == TUTTI_ERR_INVALID_USAGE) mark = MARK_FAILED | MARK_USAGE;
   for (int i = 0; i < comm->nranks; i++) {
     if (t->fd[i] < 0) continue;
     const tutti_xfer_t *head = comm->peers[i].sendq_head;

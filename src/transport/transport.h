@@ -50,7 +50,7 @@ struct tutti_transport {
 };
 
 /* After a timeout (comm->failed == TUTTI_ERR_TIMEOUT): a peer on this host that is stopped
- * (SIGSTOP, a debugger), found through /proc, is the likely culprit though this rank waited
+ * (SIGSTOP), found through /proc, is the likely culprit though this rank waited
  * on a neighbour; its rank is returned and named once at the end of comm->last_error, so the
  * reason the transports pass on names it. -1 if none (or on another host). shm.c. */
 int tutti__blame_stopped_peer(struct tutti_comm *comm);
