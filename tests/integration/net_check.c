@@ -93,6 +93,8 @@ int main(int argc, char **argv) {
     double dd = (double)(inject_now_ns() - td) / 1e9;
     if (dd > 0.1) inject_fail("tutti_comm_destroy took %.3f s", dd);
     printf("net_check rank %d: PASS: failed as expected after %.3f s in the call\n", rank, dt);
+    free(d.send);
+    free(d.recv);
     return 0;
   }
   double total = (double)(inject_now_ns() - t_start) / 1e9;
