@@ -44,7 +44,7 @@ for r in 0 1 2; do start_rank $r; done
 sleep 0.5
 RANK_PIDS=()
 for p in "${PIDS[@]}"; do
-  c=$(pgrep -P "$p" | head -1)
+  c=$(awk '{print $1}' "/proc/$p/task/$p/children" 2>/dev/null)
   RANK_PIDS+=("${c:-$p}")
 done
 pidlist=$(IFS=,; echo "${RANK_PIDS[*]}")
