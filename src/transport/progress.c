@@ -155,20 +155,26 @@ static tutti_result_t check_header(struct tutti_comm *comm, const tutti_xfer_t *
   /* An abort frame names the rank whose failure the sender's follows from: only this side
    * can describe that rank, so it is read here; everything else is the pure check's. */
   if (got->magic == TUTTI_ABORT_MAGIC) {
+    /* A disagreement is every rank's error, and so is a timeout (someone stopped answering);
+     * anything else is a remote failure. */
     tutti_result_t code = got->seq == TUTTI_ERR_INVALID_USAGE ? TUTTI_ERR_INVALID_USAGE
-                                                               : TUTTI_ERR_REMOTE;
+                          : got->seq == TUTTI_ERR_TIMEOUT     ? TUTTI_ERR_TIMEOUT
+                                                              : TUTTI_ERR_REMOTE;
     if (code == TUTTI_ERR_INVALID_USAGE)
       return tutti__error(comm, code, "%s gave up on call #%u: the ranks disagree on the call "
                           "(see that rank's error)", who, op->hdr.seq);
     /* The frame names the rank whose failure the sender's follows from (bounds-checked: it
      * comes off the wire); that is the one the user needs, not the messenger. */
     uint64_t c = got->fp.count;
-    char cause[160] = "it failed";
+    char cause[192] = "it failed";
     if (c >= 1 && c <= (uint64_t)comm->nranks && (int)c - 1 != op->peer) {
       char culprit[128];
       if (!comm->culprit) comm->culprit = (int)c;
-      snprintf(cause, sizeof cause, "%s failed (died, disconnected or timed out)",
-               tutti__peer_desc(comm, (int)c - 1, culprit, sizeof culprit));
+      tutti__peer_desc(comm, (int)c - 1, culprit, sizeof culprit);
+      if (code == TUTTI_ERR_TIMEOUT)
+        snprintf(cause, sizeof cause, "it timed out waiting for %s", culprit);
+      else
+        snprintf(cause, sizeof cause, "%s failed (died, disconnected or timed out)", culprit);
     } else if (!comm->culprit) {
       comm->culprit = op->peer + 1;
     }
@@ -256,19 +262,24 @@ void tutti__drop_ops(struct tutti_comm *comm) {
 }
 
 /* Names what this rank waits for, so that a timeout points at the culprit; the full report
- * goes to the log. */
+ * goes to the log. A stopped rank of this host (SIGSTOP) is named first: in a ring the rank
+ * waited for is usually a neighbour that waits on it too. */
 static tutti_result_t timeout_error(struct tutti_comm *comm) {
-  char what[400] = "peers";
-  int waiting = 0;
-  for (int i = 0; i < comm->nranks; i++)
-    if (i != comm->rank && tutti__forensics_peer(comm, i, what, sizeof what)) {
-      waiting = 1;
-      if (!comm->culprit) comm->culprit = i + 1;
-      break;
-    }
+  char what[400] = "no peer is pending", who[128];
+  int waited = -1;
+  for (int i = 0; i < comm->nranks && waited < 0; i++)
+    if (i != comm->rank && tutti__forensics_peer(comm, i, what, sizeof what)) waited = i;
   tutti__forensics_log(comm, "timeout", 0);
+  int stopped = tutti__stopped_peer(comm);
+  if (stopped >= 0) {
+    if (!comm->culprit) comm->culprit = stopped + 1;
+    return tutti__error(comm, TUTTI_ERR_TIMEOUT, "timed out after %.1f s: %s is stopped "
+                        "(SIGSTOP); this rank waits for: %s", comm->cfg.timeout_s,
+                        tutti__peer_desc(comm, stopped, who, sizeof who), what);
+  }
+  if (waited >= 0 && !comm->culprit) comm->culprit = waited + 1;
   return tutti__error(comm, TUTTI_ERR_TIMEOUT, "timed out after %.1f s: %s",
-                      comm->cfg.timeout_s, waiting ? what : "no peer is pending");
+                      comm->cfg.timeout_s, what);
 }
 
 /* Collects, for one transport, which peers this rank waits on. */

@@ -109,9 +109,12 @@ static tutti_result_t check_failed(shm_transport_t *s) {
   if (!comm->culprit) comm->culprit = f;
   memcpy(why, s->slots[li].reason, sizeof why);
   why[sizeof why - 1] = '\0';
-  /* A disagreement on the call is the caller's bug on every rank, not a peer failure. */
-  tutti_result_t code = s->slots[li].code == TUTTI_ERR_INVALID_USAGE ? TUTTI_ERR_INVALID_USAGE
-                                                                      : TUTTI_ERR_REMOTE;
+  /* A disagreement on the call is the caller's bug on every rank, not a peer failure; a
+   * timeout is every rank's timeout (the peer stopped answering), and the reason names it. */
+  int32_t first = s->slots[li].code;
+  tutti_result_t code = first == TUTTI_ERR_INVALID_USAGE || first == TUTTI_ERR_TIMEOUT
+                            ? (tutti_result_t)first
+                            : TUTTI_ERR_REMOTE;
   return tutti__error(comm, code, "%s failed and abandoned the collective (%s)",
                       tutti__peer_desc(comm, f - 1, who, sizeof who),
                       why[0] ? why : "no reason given");
@@ -239,6 +242,31 @@ static tutti_result_t shm_block(tutti_transport_t *t, const tutti_want_t *wants,
 static void shm_wake(tutti_transport_t *t) {
   shm_transport_t *s = (shm_transport_t *)t;
   ring_bell(s, s->me);
+}
+
+/* 1 if pid (of this host) is stopped by a signal: state T in /proc/pid/stat. Not t (traced):
+ * LeakSanitizer briefly traces every exiting process of an ASan build. */
+static int pid_stopped(int32_t pid) {
+  char path[64], buf[512];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  FILE *f = fopen(path, "r");
+  if (!f) return 0;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  const char *p = strrchr(buf, ')'); /* the command name may hold spaces and parentheses */
+  return p && p[1] == ' ' && p[2] == 'T';
+}
+
+int tutti__stopped_peer(const struct tutti_comm *comm) {
+  const tutti_peer_t *me = &comm->peers[comm->rank];
+  for (int r = 0; r < comm->nranks; r++) {
+    const tutti_peer_t *p = &comm->peers[r];
+    if (r != comm->rank && strcmp(p->host, me->host) == 0 &&
+        strcmp(p->boot_id, me->boot_id) == 0 && pid_stopped(p->pid))
+      return r;
+  }
+  return -1;
 }
 
 static void shm_fail(tutti_transport_t *t, const char *reason) {

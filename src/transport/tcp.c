@@ -4,6 +4,12 @@
  * connection. Large messages stream as the kernel accepts them; waiting is one poll() over
  * the sockets this rank waits on plus an eventfd for tutti_comm_abort. Every connection
  * starts with a mutual HMAC challenge-response over the job secret (core/auth.h).
+ *
+ * Why a connection closed: a rank that gives up sends each peer one urgent (out-of-band)
+ * byte before shutting down, saying how it failed and which rank it blames; a clean destroy
+ * sends one too. The byte is outside the stream, so it never breaks a frame. A peer that
+ * closes without one died. So when a failure cascades down a ring, every rank can still name
+ * the rank that died or the rank that stopped answering, not just the neighbour that gave up.
  */
 #include <errno.h>
 #include <poll.h>
@@ -14,6 +20,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "algo/algo.h"
 #include "core/auth.h"
 #include "core/sock.h"
 #include "transport/transport.h"
@@ -46,20 +53,107 @@ typedef struct tcp_hello {
   uint8_t proof[TUTTI_AUTH_PROOF_BYTES];
 } tcp_hello_t;
 
+/* The urgent byte: the kind in the top two bits, 1 + the blamed rank (0: none, or a rank
+ * above 61) in the low six; see MARK_USAGE. */
+#define MARK_FAILED 0x40u  /* it failed: a peer died or failed, or it was aborted */
+#define MARK_TIMEOUT 0x80u /* it timed out waiting for the blamed rank */
+#define MARK_LEFT 0xC0u    /* it destroyed its communicator cleanly */
+#define MARK_KIND 0xC0u
+#define MARK_RANKS 62 /* ranks 0..61 can be blamed; 63 with MARK_FAILED: */
+#define MARK_USAGE 63 /* the ranks disagree on the call (TUTTI_ERR_INVALID_USAGE) */
+/* How long a rank that cannot tell who failed first waits for a dying peer's connections. */
+#define FIND_DEAD_MS 100
+
 typedef struct tcp_transport {
   tutti_transport_t base;
   int *fd;          /* per global rank; -1 for peers on other transports */
   int wake_fd;      /* eventfd that tutti_comm_abort writes */
   struct pollfd *pfd;
+  unsigned char *mark; /* per global rank: the urgent byte it sent, once seen; 0 before */
 } tcp_transport_t;
 
-static tutti_result_t peer_error(tcp_transport_t *t, int peer, const char *what, int e) {
-  char who[128];
+/* The urgent byte the peer sent before closing, or 0 (none, or not arrived). */
+static unsigned peer_mark(int fd) {
+  unsigned char c;
+  if (recv(fd, &c, 1, MSG_OOB | MSG_PEEK | MSG_DONTWAIT) == 1) return c;
+  return 0;
+}
+
+/* The kernel forgets the urgent byte once the reader passes it, and a read stops short just
+ * before it; so a short read checks for it and keeps it. */
+static void keep_mark(tcp_transport_t *t, int peer) {
+  unsigned m = peer_mark(t->fd[peer]);
+  if (m) t->mark[peer] = (unsigned char)m;
+}
+
+/* A peer other than `except` whose connection closes without an urgent byte: one that died
+ * (killed, crashed, exited without destroying). A dying process may close its sockets one by
+ * one, late, when it gets a core again, so this waits up to wait_ms for one. -1 if none. */
+static int find_dead(tcp_transport_t *t, int except, int wait_ms) {
   struct tutti_comm *comm = t->base.comm;
-  if (!comm->culprit) comm->culprit = peer + 1;
-  return tutti__error(comm, TUTTI_ERR_REMOTE, "%s %s%s%s", what,
-                      tutti__peer_desc(comm, peer, who, sizeof who), e ? ": " : "",
-                      e ? strerror(e) : "");
+  int64_t until = tutti__now_ns() + (int64_t)wait_ms * 1000000;
+  for (;;) {
+    nfds_t n = 0;
+    for (int r = 0; r < comm->nranks; r++) {
+      if (r == except || t->fd[r] < 0 || t->mark[r]) continue;
+      t->pfd[n].fd = t->fd[r];
+      t->pfd[n].events = POLLRDHUP;
+      t->pfd[n++].revents = 0;
+    }
+    int64_t left = (until - tutti__now_ns()) / 1000000;
+    if (poll(t->pfd, n, left > 0 ? (int)left : 0) <= 0) return -1;
+    for (nfds_t i = 0; i < n; i++) {
+      if (!(t->pfd[i].revents & (POLLRDHUP | POLLHUP | POLLERR))) continue;
+      int r = 0;
+      while (t->fd[r] != t->pfd[i].fd) r++;
+      keep_mark(t, r);
+      if (!t->mark[r]) return r;
+    }
+  }
+}
+
+/* The failure of peer's connection, blamed on the rank that caused it: the one its urgent
+ * byte names, else one whose connection closed without notice, else peer itself. */
+static tutti_result_t peer_error(tcp_transport_t *t, int peer, const char *what, int e) {
+  char who[128], root[128];
+  struct tutti_comm *comm = t->base.comm;
+  tutti__peer_desc(comm, peer, who, sizeof who);
+  if (comm->failed != TUTTI_SUCCESS) /* an echo of this rank's own failure */
+    return tutti__error(comm, TUTTI_ERR_REMOTE, "%s %s%s%s", what, who, e ? ": " : "",
+                        e ? strerror(e) : "");
+  keep_mark(t, peer);
+  unsigned mark = t->mark[peer];
+  if (mark == (MARK_FAILED | MARK_USAGE)) /* its abort frame may have been lost */
+    return tutti__error(comm, TUTTI_ERR_INVALID_USAGE, "%s gave up: the ranks disagree on the "
+                        "call (see that rank's error)", who);
+  int blamed = (int)(mark & ~MARK_KIND) - 1;
+  if (blamed == comm->rank || blamed >= comm->nranks) blamed = -1;
+  if ((mark & MARK_KIND) == MARK_TIMEOUT && blamed >= 0) {
+    comm->culprit = blamed + 1;
+    return tutti__error(comm, TUTTI_ERR_TIMEOUT, "%s timed out waiting for %s and abandoned "
+                        "the call", who, tutti__peer_desc(comm, blamed, root, sizeof root));
+  }
+  if ((mark & MARK_KIND) == MARK_LEFT)
+    return tutti__error(comm, TUTTI_ERR_REMOTE, "%s destroyed its communicator during the "
+                        "call", who);
+  if (blamed < 0) blamed = find_dead(t, peer, FIND_DEAD_MS);
+  if (blamed < 0 && (blamed = tutti__stopped_peer(comm)) >= 0) {
+    /* Nobody died, but a rank of this host is stopped: peer gave up waiting on it. */
+    comm->culprit = blamed + 1;
+    return tutti__error(comm, TUTTI_ERR_TIMEOUT, "%s gave up while %s is stopped (SIGSTOP)",
+                        who, tutti__peer_desc(comm, blamed, root, sizeof root));
+  }
+  if (blamed >= 0) {
+    comm->culprit = blamed + 1;
+    return tutti__error(comm, TUTTI_ERR_REMOTE, "%s died or failed during the call (%s %s%s%s)",
+                        tutti__peer_desc(comm, blamed, root, sizeof root), what, who,
+                        e ? ": " : "", e ? strerror(e) : "");
+  }
+  comm->culprit = peer + 1;
+  if (mark)
+    return tutti__error(comm, TUTTI_ERR_REMOTE, "%s failed and abandoned the call", who);
+  return tutti__error(comm, TUTTI_ERR_REMOTE, "%s died during the call (%s it%s%s)", who, what,
+                      e ? ": " : "", e ? strerror(e) : "");
 }
 
 static tutti_result_t tcp_send(tutti_transport_t *tp, int peer, const struct iovec *iov,
@@ -84,9 +178,10 @@ static tutti_result_t tcp_recv(tutti_transport_t *tp, int peer, void *buf, size_
   ssize_t n = recv(t->fd[peer], buf, len, MSG_DONTWAIT);
   if (n > 0) {
     *moved = (size_t)n;
+    if ((size_t)n < len) keep_mark(t, peer);
     return TUTTI_SUCCESS;
   }
-  if (n == 0) return peer_error(t, peer, "connection closed (exited or failed) by", 0);
+  if (n == 0) return peer_error(t, peer, "connection closed by", 0);
   if (errno == EAGAIN || errno == EINTR) return TUTTI_SUCCESS;
   return peer_error(t, peer, "lost the connection to", errno);
 }
@@ -96,7 +191,8 @@ static tutti_result_t tcp_block(tutti_transport_t *tp, const tutti_want_t *wants
   tcp_transport_t *t = (tcp_transport_t *)tp;
   for (int i = 0; i < nwants; i++) {
     t->pfd[i].fd = t->fd[wants[i].peer];
-    t->pfd[i].events = (short)(((wants[i].what & TUTTI_WANT_RECV) ? POLLIN : 0) |
+    /* POLLPRI: a failing peer's urgent byte, kept before a read passes (and drops) it. */
+    t->pfd[i].events = (short)(((wants[i].what & TUTTI_WANT_RECV) ? POLLIN | POLLPRI : 0) |
                                ((wants[i].what & TUTTI_WANT_SEND) ? POLLOUT : 0));
     t->pfd[i].revents = 0;
   }
@@ -105,6 +201,8 @@ static tutti_result_t tcp_block(tutti_transport_t *tp, const tutti_want_t *wants
   int rc = poll(t->pfd, (nfds_t)nwants + 1, timeout_ms);
   if (rc < 0 && errno != EINTR)
     return tutti__error(t->base.comm, TUTTI_ERR_SYSTEM, "poll failed: %s", strerror(errno));
+  for (int i = 0; rc > 0 && i < nwants; i++)
+    if (t->pfd[i].revents & POLLPRI) keep_mark(t, wants[i].peer);
   if (rc > 0 && t->pfd[nwants].revents) {
     uint64_t v;
     if (read(t->wake_fd, &v, sizeof v) < 0) { /* drained; nothing else to do */
@@ -131,6 +229,16 @@ static void tcp_fail(tutti_transport_t *tp, const char *reason) {
   (void)reason; /* the text stays in this rank's own error; the frame carries code and culprit */
   tcp_transport_t *t = (tcp_transport_t *)tp;
   struct tutti_comm *comm = t->base.comm;
+  /* The urgent byte: on a timeout, the rank waited for (the first with a receive pending)
+   * unless a peer's failure already named one. An abort from another thread (failed still
+   * unset) blames nobody: the owner's queues are not ours to read. */
+  unsigned kind = comm->failed == TUTTI_ERR_TIMEOUT ? MARK_TIMEOUT : MARK_FAILED;
+  int blamed = comm->failed != TUTTI_SUCCESS ? comm->culprit - 1 : -1;
+  for (int i = 0; kind == MARK_TIMEOUT && blamed < 0 && i < comm->nranks; i++)
+    if (comm->peers[i].recvq_head) blamed = i;
+  unsigned char mark =
+      (unsigned char)(kind | (blamed >= 0 && blamed < MARK_RANKS ? (unsigned)blamed + 1 : 0));
+  if (comm->failed == TUTTI_ERR_INVALID_USAGE) mark = MARK_FAILED | MARK_USAGE;
   for (int i = 0; i < comm->nranks; i++) {
     if (t->fd[i] < 0) continue;
     const tutti_xfer_t *head = comm->peers[i].sendq_head;
@@ -141,17 +249,29 @@ static void tcp_fail(tutti_transport_t *tp, const char *reason) {
       if (send(t->fd[i], &h, sizeof h, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) { /* best effort */
       }
     }
+    /* Best effort too: with the send buffer full it is lost; the peer blames by elimination. */
+    if (send(t->fd[i], &mark, 1, MSG_OOB | MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+    }
     shutdown(t->fd[i], SHUT_RDWR);
   }
 }
 
 static void tcp_destroy(tutti_transport_t *tp) {
   tcp_transport_t *t = (tcp_transport_t *)tp;
+  /* A clean goodbye, so a peer still running does not take this close for a death. After a
+   * failure the sockets are shut down and the send fails, harmlessly. */
+  unsigned char bye = MARK_LEFT;
   for (int i = 0; t->fd && i < t->base.comm->nranks; i++)
-    if (t->fd[i] >= 0) close(t->fd[i]);
+    if (t->fd[i] >= 0) {
+      if (t->base.comm->failed == TUTTI_SUCCESS &&
+          send(t->fd[i], &bye, 1, MSG_OOB | MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+      }
+      close(t->fd[i]);
+    }
   if (t->wake_fd >= 0) close(t->wake_fd);
   free(t->fd);
   free(t->pfd);
+  free(t->mark);
   free(t);
 }
 
@@ -298,7 +418,8 @@ tutti_result_t tutti__tcp_create(struct tutti_comm *comm, int listen_fd, tutti_t
   t->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   t->fd = malloc((size_t)comm->nranks * sizeof *t->fd);
   t->pfd = malloc(((size_t)comm->nranks + 1) * sizeof *t->pfd);
-  if (!t->fd || !t->pfd || t->wake_fd < 0) {
+  t->mark = calloc((size_t)comm->nranks, 1);
+  if (!t->fd || !t->pfd || !t->mark || t->wake_fd < 0) {
     res = tutti__error(comm, TUTTI_ERR_SYSTEM, "cannot create tcp transport state");
     goto out;
   }

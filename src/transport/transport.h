@@ -49,6 +49,10 @@ struct tutti_transport {
   struct tutti_comm *comm;
 };
 
+/* The first peer on this host that is stopped by a signal (SIGSTOP: /proc state T), or -1:
+ * after a timeout, the likely culprit though this rank waited on a neighbour. shm.c. */
+int tutti__stopped_peer(const struct tutti_comm *comm);
+
 /* Constructors, called by comm.c after bootstrap; each connects the peers whose tp it is. */
 tutti_result_t tutti__shm_create(struct tutti_comm *comm, tutti_transport_t **out);
 tutti_result_t tutti__tcp_create(struct tutti_comm *comm, int listen_fd, tutti_transport_t **out);

@@ -121,8 +121,18 @@ elapsed=$(($(now_ms) - start))
 [ "$elapsed" -lt 5000 ] || fail "timeout: took ${elapsed} ms, want about 1 s"
 grep -qi "timed out" "$TMP/err" || fail "timeout: no message"
 
+# --- --tolerate-signal: a rank killed from outside by that signal fails nothing ------------
+run -n 3 --tolerate-signal 9 sh -c 'if [ "$TUTTI_RANK" = 1 ]; then kill -9 $$; fi; sleep 1; echo "alive $TUTTI_RANK"'
+[ "$rc" -eq 0 ] || fail "tolerate: exit status $rc, want 0"
+for r in 0 2; do
+  grep -qxF "[$r] alive $r" "$TMP/out" || fail "tolerate: rank $r was stopped: $(cat "$TMP/out")"
+done
+grep -q "rank 1 .*tolerated" "$TMP/err" || fail "tolerate: the death of rank 1 was not reported"
+run -n 2 --tolerate-signal 9 sh -c 'if [ "$TUTTI_RANK" = 1 ]; then kill -15 $$; fi; sleep 5'
+[ "$rc" -eq 143 ] || fail "tolerate: a death by another signal gave status $rc, want 143"
+
 # --- bad usage ------------------------------------------------------------------------------
-for args in "" "true" "-n 0 true" "-n -1 true" "-n x true" "-n 2" "-n 2 --" "--timeout 0 -n 2 true" "--bogus -n 2 true"; do
+for args in "" "true" "-n 0 true" "-n -1 true" "-n x true" "-n 2" "-n 2 --" "--timeout 0 -n 2 true" "--bogus -n 2 true" "--tolerate-signal x -n 2 true"; do
   # shellcheck disable=SC2086 # word splitting of $args is the point
   run $args
   [ "$rc" -eq 2 ] || fail "usage '$args': exit status $rc, want 2"

@@ -1,5 +1,5 @@
 /*
- * tutti-run -n N [--timeout SEC] [--] PROGRAM [ARGS...]
+ * tutti-run -n N [--timeout SEC] [--tolerate-signal SIG] [--] PROGRAM [ARGS...]
  *
  * Starts N local ranks of PROGRAM with the rendezvous environment set (TUTTI_* and torchrun's
  * names), relays their output line by line with a "[rank] " prefix, and makes the job end as a
@@ -8,7 +8,9 @@
  *
  * Exit status: 0 only if every rank exited 0; else the first failure's status (128+signal for a
  * signal), 124 on --timeout, 127 if PROGRAM cannot be executed, 128+signal if tutti-run itself
- * was interrupted or terminated, 2 for bad usage.
+ * was interrupted or terminated, 2 for bad usage. --tolerate-signal SIG (a number) is for
+ * fault-injection tests: a rank killed by SIG from outside is reported, but it neither stops
+ * the others nor fails the job, so the survivors can check how they cope.
  *
  * One thread, one loop: ppoll() on every rank's pipes with SIGCHLD/SIGINT/SIGTERM/SIGHUP
  * blocked except inside ppoll, so a signal can never slip in between a check and the wait.
@@ -52,6 +54,7 @@ static struct {
   double kill_at;
   double timeout_s;    /* 0: none */
   double timeout_at;
+  int tolerate_sig;    /* 0: none; see --tolerate-signal */
   int interrupts;      /* SIGINTs received so far */
   int leftover_phase;  /* 0; 1 waiting for leftovers' pipes; 2 leftovers killed */
   double leftover_at;
@@ -91,13 +94,15 @@ static void say(const char *fmt, ...) {
 
 static void usage(FILE *f) {
   fprintf(f,
-          "usage: tutti-run -n N [--timeout SEC] [--] PROGRAM [ARGS...]\n"
+          "usage: tutti-run -n N [--timeout SEC] [--tolerate-signal SIG] [--] PROGRAM [ARGS...]\n"
           "Starts N local ranks of PROGRAM (looked up in PATH) with TUTTI_RANK, TUTTI_WORLD_SIZE,\n"
           "TUTTI_ADDR and torchrun's RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR,\n"
           "MASTER_PORT set, and TUTTI_SECRET to a random secret of this job that every\n"
           "connection between its ranks must prove; prefixes each output line with \"[rank] \".\n"
           "If a rank fails, the others are stopped and tutti-run exits with its status;\n"
-          "--timeout SEC stops the job after SEC seconds (exit 124).\n");
+          "--timeout SEC stops the job after SEC seconds (exit 124).\n"
+          "--tolerate-signal SIG (a number): a rank killed by signal SIG from outside is\n"
+          "reported but neither stops the others nor fails the job (fault-injection tests).\n");
 }
 
 /* Parses the command line into job and *prog; exits 2 on bad usage. */
@@ -112,7 +117,8 @@ static void parse_args(int argc, char **argv, char ***prog) {
     } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
       usage(stdout);
       exit(0);
-    } else if (strcmp(a, "-n") == 0 || strcmp(a, "--timeout") == 0) {
+    } else if (strcmp(a, "-n") == 0 || strcmp(a, "--timeout") == 0 ||
+               strcmp(a, "--tolerate-signal") == 0) {
       if (i + 1 >= argc) {
         fprintf(stderr, "tutti-run: %s needs a value\n", a);
         usage(stderr);
@@ -141,6 +147,14 @@ static void parse_args(int argc, char **argv, char ***prog) {
         exit(2);
       }
       job.nranks = (int)n;
+    } else if (strcmp(a, "--tolerate-signal") == 0) {
+      long sig = strtol(val, &end, 10);
+      if (errno || end == val || *end || sig < 1 || sig >= NSIG) {
+        fprintf(stderr, "tutti-run: --tolerate-signal wants a signal number, not '%s'\n", val);
+        usage(stderr);
+        exit(2);
+      }
+      job.tolerate_sig = (int)sig;
     } else {
       double t = strtod(val, &end);
       if (errno || end == val || *end || !isfinite(t) || t <= 0) {
@@ -202,6 +216,11 @@ static void on_rank_exit(int i, int status) {
   } else {
     int sig = WTERMSIG(status);
     code = 128 + sig;
+    if (sig == job.tolerate_sig && !r->signalled) {
+      say("rank %d (pid %d) killed by signal %d (%s), tolerated (--tolerate-signal); the "
+          "others go on", i, (int)r->pid, sig, strsignal(sig));
+      return;
+    }
     /* A rank we signalled dying of it is expected, not news. */
     if (!r->signalled)
       say("rank %d (pid %d) killed by signal %d (%s)%s", i, (int)r->pid, sig, strsignal(sig),
