@@ -52,11 +52,20 @@ def completed(result):
     return _create_work_from_future(fut)
 
 
-def failed(error):
-    """A Work that is already done and raises `error` from wait()."""
-    fut = torch._C.Future([])
-    fut.set_exception(error)
-    return _create_work_from_future(fut)
+class _Failed:
+    """The value the waiter thread gives a request that failed: the Work's future raises it."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error):
+        self.error = error
+
+
+def _unwrap(fut):
+    v = fut.value()
+    if isinstance(v, _Failed):
+        raise v.error
+    return v
 
 
 class Waiter:
@@ -76,14 +85,18 @@ class Waiter:
         return self._submitted == self._done
 
     def submit(self, requests, post, result):
-        fut = torch._C.Future([])
+        # The Work wraps a future chained on `src` through _unwrap: an exception raised there
+        # marks it failed in C++ (is_success() false, get_future().wait() raises, DDP sees
+        # it), where Future.set_exception would only store the exception as its value.
+        src = torch._C.Future([])
+        work = _create_work_from_future(src.then(_unwrap))
         if self._thread is None:
             self._thread = threading.Thread(target=self._loop, name="tutti-torch-waiter",
                                             daemon=True)
             self._thread.start()
         self._submitted += 1
-        self._q.put((requests, post, result, fut))
-        return _create_work_from_future(fut)
+        self._q.put((requests, post, result, src))
+        return work
 
     def _loop(self):
         while True:
@@ -98,7 +111,7 @@ class Waiter:
                     post()
             except Exception as e:  # hand it to whoever waits on the Work
                 self._done += 1
-                fut.set_exception(e)
+                fut.set_result(_Failed(e))
             else:
                 self._done += 1
                 fut.set_result(result)

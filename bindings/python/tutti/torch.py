@@ -26,7 +26,7 @@ import torch.distributed as dist
 from . import communicator as _c
 from ._lib import lib
 from ._torch_caller import RETURNS_WORK, WAITS, caller_waits
-from ._torch_work import Waiter, back_to_back, completed, failed, moving, overlaps, plain
+from ._torch_work import Waiter, back_to_back, completed, moving, overlaps, plain
 from .errors import bad_argument, check
 
 BACKEND_NAME = "tutti"
@@ -41,9 +41,10 @@ _OPS = {"SUM": int(_c.ReduceOp.SUM), "PRODUCT": int(_c.ReduceOp.PROD),
         "BAND": int(_c.ReduceOp.BAND), "BOR": int(_c.ReduceOp.BOR),
         "BXOR": int(_c.ReduceOp.BXOR)}
 
-# How an operation runs: inline, raising at once (the caller waits anyway); inline, errors
-# kept for Work.wait() (unknown caller, small); started and completed by the waiter thread.
-_NOW, _NOW_LATE_ERROR, _ASYNC = "now", "now-late-error", "async"
+# How an operation runs: inline, with tutti's blocking call (its error raised at once: torch
+# 1.13's Work.wait() would not raise a future's error anyway); or started with the
+# non-blocking call and completed by the waiter thread.
+_NOW, _ASYNC = "now", "async"
 
 # tutti_<name> and tutti_i<name>, looked up once.
 _BLOCKING, _NONBLOCKING = {}, {}
@@ -137,7 +138,7 @@ class ProcessGroupTutti(dist.ProcessGroup):
             return _NOW
         if w is RETURNS_WORK or nbytes > self.inline_max_bytes or not self._waiter.idle():
             return _ASYNC
-        return _NOW_LATE_ERROR
+        return _NOW
 
     @staticmethod
     def _general_mode(frame):
@@ -154,14 +155,9 @@ class ProcessGroupTutti(dist.ProcessGroup):
             check(_NONBLOCKING[name](*args, ctypes.byref(req)), args[-1], "tutti_i" + name)
             r = _c.Request(self.comm, req.value, "tutti_i" + name, keep, None)
             return self._waiter.submit([r], post, result)
-        try:
-            check(_BLOCKING[name](*args), args[-1], "tutti_" + name)
-            if post is not None:
-                post()
-        except Exception as e:
-            if mode is _NOW:
-                raise  # the caller is torch.distributed, about to wait: same place, same error
-            return failed(e)
+        check(_BLOCKING[name](*args), args[-1], "tutti_" + name)
+        if post is not None:
+            post()
         return completed(result)
 
     def _start(self, mode, name, *args):
