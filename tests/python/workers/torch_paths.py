@@ -102,6 +102,16 @@ c10d_codes = {c.co_name: k for c, k in tutti._torch_caller._CODES.items()}
 assert c10d_codes["all_reduce"] == "flag" and c10d_codes["send"] is WAITS \
     and c10d_codes["isend"] is RETURNS_WORK, c10d_codes
 
+# torch's blocking calls run inline whatever their size; async_op=True goes to the waiter
+big = torch.full((PG.inline_max_bytes // 4 + 1,), float(R + 1))
+before = PG._waiter._submitted
+dist.all_reduce(big)
+dist.all_gather_into_tensor(torch.empty(N * 4), torch.ones(4))
+assert PG._waiter._submitted == before, "a blocking call went through the waiter thread"
+dist.all_reduce(torch.ones(2), async_op=True).wait()
+assert PG._waiter._submitted == before + 1, "an async_op=True call ran inline"
+expect(big, torch.full_like(big, float(N * (N + 1) // 2)), "blocking large all_reduce")
+
 # An error of an inline blocking call keeps tutti's exception type
 try:
     dist.all_reduce(torch.ones(2), op=dist.ReduceOp.BAND)
@@ -127,7 +137,9 @@ except tutti.InvalidArgumentError as e:
 else:
     raise AssertionError("bitwise AND of floats was accepted (direct call)")
 big = torch.full((PG.inline_max_bytes // 4 + 1,), float(R + 1))
+before = PG._waiter._submitted
 w = PG.allreduce([big], opts)
+assert PG._waiter._submitted == before + 1, "a large direct call ran inline"
 w.wait()
 expect(big, torch.full_like(big, float(N * (N + 1) // 2)), "direct large allreduce")
 fut = PG.allreduce([torch.full((3,), 1.0)], opts).get_future()
