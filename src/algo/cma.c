@@ -39,9 +39,17 @@ static tutti_result_t cma_read(struct tutti_comm *comm, int peer, void *dst, uin
     if (n <= 0) {
       char who[128];
       int e = n < 0 ? errno : EFAULT;
-      return tutti__error(comm, e == ESRCH ? TUTTI_ERR_REMOTE : TUTTI_ERR_SYSTEM,
-                          "cannot read %zu bytes of %s's buffer: %s", len,
-                          tutti__peer_desc(comm, peer, who, sizeof who), strerror(e));
+      /* A peer that is gone may have left because another rank failed first and told
+       * everyone: that failure, published through the transport, is the one to report. */
+      if (comm->shm) TRY(comm->shm->ops->block(comm->shm, NULL, 0, 0));
+      tutti__peer_desc(comm, peer, who, sizeof who);
+      if (e == ESRCH) {
+        if (!comm->culprit) comm->culprit = peer + 1;
+        return tutti__error(comm, TUTTI_ERR_REMOTE, "%s died during the collective (its "
+                            "buffer cannot be read any more)", who);
+      }
+      return tutti__error(comm, TUTTI_ERR_SYSTEM, "cannot read %zu bytes of %s's buffer: %s",
+                          len, who, strerror(e));
     }
     d += n;
     addr += (uint64_t)n;
