@@ -186,3 +186,32 @@ void inject_verify(const inject_data_t *d, int iter) {
 int inject_has(const char *text, const char *needle) {
   return text && strstr(text, needle) != NULL;
 }
+
+void inject_check_names(const char *err, int victim, long long pid, unsigned seq) {
+  char host[256] = "", who[512], seqs[32];
+  gethostname(host, sizeof host);
+  host[sizeof host - 1] = '\0';
+  snprintf(who, sizeof who, "rank %d (pid %lld on host %s)", victim, pid, host);
+  snprintf(seqs, sizeof seqs, "#%u", seq);
+  if (!inject_has(err, who)) inject_fail("the last error does not name \"%s\": %s", who, err);
+  if (!inject_has(err, "allreduce")) inject_fail("the last error names no operation: %s", err);
+  if (!inject_has(err, seqs))
+    inject_fail("the last error does not give the call's sequence number %s: %s", seqs, err);
+}
+
+double inject_check_after_failure(tutti_comm_t comm, double destroy_within_s) {
+  int64_t t0 = inject_now_ns();
+  int one = 1, sum = 0;
+  tutti_result_t rc = tutti_allreduce(&one, &sum, 1, TUTTI_INT32, TUTTI_SUM, comm);
+  double dt = (double)(inject_now_ns() - t0) / 1e9;
+  if (rc != TUTTI_ERR_INVALID_USAGE)
+    inject_fail("a further all-reduce returned %s after %.3f s, want %s", tutti_result_string(rc),
+                dt, tutti_result_string(TUTTI_ERR_INVALID_USAGE));
+  t0 = inject_now_ns();
+  rc = tutti_comm_destroy(comm);
+  dt = (double)(inject_now_ns() - t0) / 1e9;
+  if (rc != TUTTI_SUCCESS) inject_fail("tutti_comm_destroy returned %s", tutti_result_string(rc));
+  if (dt > destroy_within_s)
+    inject_fail("tutti_comm_destroy took %.3f s, want < %.1f s", dt, destroy_within_s);
+  return dt;
+}

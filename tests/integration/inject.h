@@ -63,5 +63,10 @@ void inject_verify(const inject_data_t *d, int iter);
 
 /* 1 if text contains needle. */
 int inject_has(const char *text, const char *needle);
+/* Fails unless err names rank victim with its pid and this host, the all-reduce, and #seq. */
+void inject_check_names(const char *err, int victim, long long pid, unsigned seq);
+/* After a failure: a further all-reduce must be refused with TUTTI_ERR_INVALID_USAGE and
+ * destroying comm must take under destroy_within_s. Returns the destroy time in seconds. */
+double inject_check_after_failure(tutti_comm_t comm, double destroy_within_s);
 
 #endif

@@ -83,31 +83,10 @@ int main(int argc, char **argv) {
     if (in_call > timeout_s + SLACK_S)
       inject_fail("the call failed %.3f s after it started, want <= %.1f + %.1f s", in_call,
                   timeout_s, SLACK_S);
-    char host[256] = "", who[512], seqs[32];
-    gethostname(host, sizeof host);
-    host[sizeof host - 1] = '\0';
-    snprintf(who, sizeof who, "rank %d (pid %lld on host %s)", victim,
-             (long long)plan.pids[victim], host);
-    snprintf(seqs, sizeof seqs, "#%u", seq);
-    if (!inject_has(err, who)) inject_fail("the last error does not name \"%s\": %s", who, err);
-    if (!inject_has(err, "allreduce")) inject_fail("the last error names no operation: %s", err);
-    if (!inject_has(err, seqs))
-      inject_fail("the last error does not give the call's sequence number %s: %s", seqs, err);
+    inject_check_names(err, victim, plan.pids[victim], seq);
   }
 
-  int64_t t0 = inject_now_ns();
-  int one = 1, sum = 0;
-  rc = tutti_allreduce(&one, &sum, 1, TUTTI_INT32, TUTTI_SUM, comm);
-  double dt = (double)(inject_now_ns() - t0) / 1e9;
-  if (rc != TUTTI_ERR_INVALID_USAGE)
-    inject_fail("a further all-reduce returned %s after %.3f s, want %s", tutti_result_string(rc),
-                dt, tutti_result_string(TUTTI_ERR_INVALID_USAGE));
-  t0 = inject_now_ns();
-  rc = tutti_comm_destroy(comm);
-  dt = (double)(inject_now_ns() - t0) / 1e9;
-  if (rc != TUTTI_SUCCESS) inject_fail("tutti_comm_destroy returned %s", tutti_result_string(rc));
-  if (dt > DESTROY_WITHIN_S)
-    inject_fail("tutti_comm_destroy took %.3f s, want < %.1f s", dt, DESTROY_WITHIN_S);
+  double dt = inject_check_after_failure(comm, DESTROY_WITHIN_S);
   printf("stop_check rank %d: PASS: seed %llu, rank %d stopped, %s after %.3f s in the call, "
          "destroy %.1f ms\n",
          rank, (unsigned long long)plan.seed, victim, rank == victim ? "failed" : "timed out",
