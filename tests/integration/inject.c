@@ -215,3 +215,12 @@ double inject_check_after_failure(tutti_comm_t comm, double destroy_within_s) {
     inject_fail("tutti_comm_destroy took %.3f s, want < %.1f s", dt, destroy_within_s);
   return dt;
 }
+
+tutti_comm_t inject_init(int *nranks) {
+  tutti_comm_t comm;
+  tutti_result_t rc = tutti_comm_init_env(&comm);
+  if (rc != TUTTI_SUCCESS) inject_fail("tutti_comm_init_env: %s", tutti_result_string(rc));
+  tutti_comm_rank(comm, &inject_rank);
+  tutti_comm_size(comm, nranks);
+  return comm;
+}

@@ -61,6 +61,10 @@ void inject_fill(inject_data_t *d, int rank, int iter);
 /* Compares recv bit for bit with the independently computed sum; fails the program if not. */
 void inject_verify(const inject_data_t *d, int iter);
 
+/* Joins the job from the environment (tutti_comm_init_env), sets inject_rank and *nranks;
+ * fails the program if it cannot. */
+tutti_comm_t inject_init(int *nranks);
+
 /* 1 if text contains needle. */
 int inject_has(const char *text, const char *needle);
 /* Fails unless err names rank victim with its pid and this host, the all-reduce, and #seq. */

@@ -38,12 +38,9 @@ int main(int argc, char **argv) {
   if (argc == 3 && strcmp(argv[1], "--mib") == 0) mib = strtoull(argv[2], NULL, 10);
   int driver_fd = inject_start_driver();
 
-  tutti_comm_t comm;
   int nranks;
-  tutti_result_t rc = tutti_comm_init_env(&comm);
-  if (rc != TUTTI_SUCCESS) inject_fail("tutti_comm_init_env: %s", tutti_result_string(rc));
-  tutti_comm_rank(comm, &inject_rank);
-  tutti_comm_size(comm, &nranks);
+  tutti_comm_t comm = inject_init(&nranks);
+  tutti_result_t rc;
   int rank = inject_rank;
 
   inject_data_t d;

@@ -44,12 +44,9 @@ int main(int argc, char **argv) {
   const char *tv = getenv("TUTTI_TIMEOUT");
   double timeout_s = tv ? atof(tv) : 600;
 
-  tutti_comm_t comm;
   int nranks;
-  tutti_result_t rc = tutti_comm_init_env(&comm);
-  if (rc != TUTTI_SUCCESS) inject_fail("tutti_comm_init_env: %s", tutti_result_string(rc));
-  tutti_comm_rank(comm, &inject_rank);
-  tutti_comm_size(comm, &nranks);
+  tutti_comm_t comm = inject_init(&nranks);
+  tutti_result_t rc;
   int rank = inject_rank;
   inject_data_t d;
   inject_data_init(&d, mib * 1024 * 1024 / sizeof(float), nranks);
