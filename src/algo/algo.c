@@ -17,7 +17,7 @@ static const tutti_algo_t algos[] = {
       [TUTTI_COLL_BARRIER] = tutti__dissemination_barrier,
       [TUTTI_COLL_ALLGATHERV] = tutti__ring_allgatherv,
       [TUTTI_COLL_REDUCE_SCATTERV] = tutti__ring_reduce_scatterv},
-     tutti__cost_ring, 0},
+     tutti__cost_ring, 0, 0},
     {"cma",
      "ranks of one host read each other's buffers directly (process_vm_readv): all-reduce and "
      "reduce-scatter reduce one slice per rank in rank order, all-gather and broadcast copy "
@@ -26,33 +26,43 @@ static const tutti_algo_t algos[] = {
       [TUTTI_COLL_REDUCE_SCATTER] = tutti__cma_reduce_scatter,
       [TUTTI_COLL_ALLGATHER] = tutti__cma_allgather,
       [TUTTI_COLL_BROADCAST] = tutti__cma_broadcast},
-     tutti__cost_cma, 1},
+     tutti__cost_cma, 1, 0},
+    {"oneshot",
+     "small messages between ranks of one host: every rank posts its input in its shared "
+     "mailbox and reads its peers' in place, one step; reductions fold in rank order",
+     {[TUTTI_COLL_ALLREDUCE] = tutti__oneshot_allreduce,
+      [TUTTI_COLL_REDUCE_SCATTER] = tutti__oneshot_reduce_scatter,
+      [TUTTI_COLL_ALLGATHER] = tutti__oneshot_allgather,
+      [TUTTI_COLL_BROADCAST] = tutti__oneshot_broadcast,
+      [TUTTI_COLL_REDUCE] = tutti__oneshot_reduce,
+      [TUTTI_COLL_BARRIER] = tutti__oneshot_barrier},
+     tutti__cost_oneshot, 0, 1},
     {"direct",
      "gather and scatter: the root posts one message with every rank at once",
      {[TUTTI_COLL_GATHERV] = tutti__direct_gatherv,
       [TUTTI_COLL_SCATTERV] = tutti__direct_scatterv},
-     NULL, 0},
+     NULL, 0, 0},
     {"recursive_doubling",
      "latency-optimal, for small messages: recursive-doubling all-reduce (log2 n exchanges of "
      "the whole vector; non-power-of-two n by folding pairs) and Bruck all-gather (ceil(log2 "
      "n) steps, any n)",
      {[TUTTI_COLL_ALLREDUCE] = tutti__rd_allreduce,
       [TUTTI_COLL_ALLGATHER] = tutti__bruck_allgather},
-     tutti__cost_rd, 0},
+     tutti__cost_rd, 0, 0},
     {"rabenseifner",
      "halving-doubling: reduce-scatter by recursive halving, then (all-reduce) all-gather by "
      "recursive doubling; 2 log2 n messages, bandwidth like the ring; non-power-of-two n by "
      "folding pairs",
      {[TUTTI_COLL_ALLREDUCE] = tutti__rab_allreduce,
       [TUTTI_COLL_REDUCE_SCATTER] = tutti__rab_reduce_scatter},
-     tutti__cost_rab, 0},
+     tutti__cost_rab, 0, 0},
     {"tree",
      "binary trees, pipelined in chunks: NCCL-style double binary tree for all-reduce (each "
      "tree reduces and broadcasts half the data), one tree for broadcast and reduce",
      {[TUTTI_COLL_ALLREDUCE] = tutti__tree_allreduce,
       [TUTTI_COLL_BROADCAST] = tutti__tree_broadcast,
       [TUTTI_COLL_REDUCE] = tutti__tree_reduce},
-     tutti__cost_tree, 0},
+     tutti__cost_tree, 0, 0},
     {"deterministic",
      "rank-order reductions (TUTTI_DETERMINISTIC=1 runs it for every reduction): each block's "
      "owner folds all ranks' pieces in rank order, then copies the blocks out",
@@ -60,11 +70,11 @@ static const tutti_algo_t algos[] = {
       [TUTTI_COLL_REDUCE_SCATTER] = tutti__det_reduce_scatter,
       [TUTTI_COLL_REDUCE_SCATTERV] = tutti__det_reduce_scatterv,
       [TUTTI_COLL_REDUCE] = tutti__det_reduce},
-     NULL, 0},
+     NULL, 0, 0},
     {"pairwise",
      "all-to-all in n-1 steps, each a send to rank+k and a receive from rank-k",
      {[TUTTI_COLL_ALLTOALLV] = tutti__pairwise_alltoallv},
-     NULL, 0},
+     NULL, 0, 0},
 };
 
 const tutti_algo_t *tutti__algo_table(int *count) {

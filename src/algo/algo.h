@@ -71,6 +71,7 @@ typedef struct tutti_algo {
   tutti_algo_fn fn[TUTTI_COLL_COUNT]; /* NULL where the algorithm does not apply */
   tutti_cost_fn cost;                 /* NULL: never chosen by the model */
   int needs_cma; /* runs only where comm->cma (every rank on this host, reads allowed) */
+  int needs_mbox; /* runs only where the one-shot payload fits a mailbox (tuner.c) */
 } tutti_algo_t;
 
 const tutti_algo_t *tutti__algo_table(int *count);
@@ -81,6 +82,12 @@ const tutti_algo_t *tutti__algo_select(const struct tutti_comm *comm, const tutt
 const char *tutti__coll_name(tutti_coll_t coll);
 
 /* Algorithm entry points (one file each). */
+tutti_result_t tutti__oneshot_allreduce(struct tutti_comm *comm, const tutti_coll_args_t *a);
+tutti_result_t tutti__oneshot_reduce(struct tutti_comm *comm, const tutti_coll_args_t *a);
+tutti_result_t tutti__oneshot_reduce_scatter(struct tutti_comm *comm, const tutti_coll_args_t *a);
+tutti_result_t tutti__oneshot_allgather(struct tutti_comm *comm, const tutti_coll_args_t *a);
+tutti_result_t tutti__oneshot_broadcast(struct tutti_comm *comm, const tutti_coll_args_t *a);
+tutti_result_t tutti__oneshot_barrier(struct tutti_comm *comm, const tutti_coll_args_t *a);
 tutti_result_t tutti__cma_allreduce(struct tutti_comm *comm, const tutti_coll_args_t *a);
 tutti_result_t tutti__cma_reduce_scatter(struct tutti_comm *comm, const tutti_coll_args_t *a);
 tutti_result_t tutti__cma_allgather(struct tutti_comm *comm, const tutti_coll_args_t *a);

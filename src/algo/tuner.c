@@ -60,6 +60,7 @@ void tutti__tune_query(const struct tutti_comm *comm, const tutti_coll_args_t *a
   q->tcp = !q->one_host || comm->cfg.transport == TUTTI_TRANSPORT_TCP;
   q->chunk_bytes = comm->cfg.chunk_bytes;
   q->cma = comm->cma;
+  q->mbox_bytes = tutti__mbox_capacity(comm);
 }
 
 /* ---- The model ---------------------------------------------------------------------- */
@@ -165,7 +166,38 @@ double tutti__cost_tree(const tutti_tune_query_t *q, const tutti_cost_params_t *
 /* Whether algo can run q at all: it implements the collective, and single-copy algorithms
  * need every rank able to read the others (the same answer on every rank, see shm.c). */
 static int runs(const tutti_algo_t *algo, const tutti_tune_query_t *q) {
-  return algo->fn[q->coll] && (!algo->needs_cma || q->cma);
+  return algo->fn[q->coll] && (!algo->needs_cma || q->cma) &&
+         (!algo->needs_mbox || (q->mbox_bytes && tutti__oneshot_payload(q) <= q->mbox_bytes));
+}
+
+size_t tutti__oneshot_payload(const tutti_tune_query_t *q) {
+  switch (q->coll) {
+  case TUTTI_COLL_ALLGATHER: return q->bytes / (size_t)q->nranks;
+  case TUTTI_COLL_BARRIER: return 0;
+  default: return q->bytes;
+  }
+}
+
+/* One-shot: a flag line per peer, the payload copied into the mailbox once, and every byte a
+ * rank needs from a peer read from that peer's cache (slower than a local copy). Measured at
+ * n = 2 (tutti-bench, TUTTI_ALGO=oneshot): 8 B all-reduce 0.3 us; see docs/design.md. */
+#define OS_ALPHA 0.25e-6
+#define OS_PEER 0.08e-6
+#define BETA_POST (1.0 / 10.0e9)
+#define BETA_PEER (1.0 / 5.0e9)
+
+double tutti__cost_oneshot(const tutti_tune_query_t *q, const tutti_cost_params_t *c) {
+  double n = q->nranks, m = (double)q->bytes;
+  double base = OS_ALPHA + (n - 1) * OS_PEER + (double)tutti__oneshot_payload(q) * BETA_POST;
+  switch (q->coll) {
+  case TUTTI_COLL_ALLREDUCE:
+  case TUTTI_COLL_REDUCE: return base + (n - 1) * m * (BETA_PEER + c->beta_reduce);
+  case TUTTI_COLL_REDUCE_SCATTER: return base + (n - 1) * m / n * (BETA_PEER + c->beta_reduce);
+  case TUTTI_COLL_ALLGATHER: return base + (n - 1) * m / n * BETA_PEER;
+  case TUTTI_COLL_BROADCAST: return base + m * BETA_PEER;
+  case TUTTI_COLL_BARRIER: return base;
+  default: return -1;
+  }
 }
 
 /* Single copy: only completion tokens travel (rounds of n-1 small messages each); each byte

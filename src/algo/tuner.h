@@ -34,6 +34,7 @@ typedef struct tutti_tune_query {
   int tcp;            /* the data moves over tcp (another host, or TUTTI_TRANSPORT=tcp) */
   size_t chunk_bytes; /* TUTTI_CHUNK_SIZE */
   int cma;            /* single-copy reads between all ranks work (comm->cma) */
+  size_t mbox_bytes;  /* one-shot mailbox capacity (tutti__mbox_capacity), 0: none */
 } tutti_tune_query_t;
 
 /* The query of comm for a call. */
@@ -47,7 +48,11 @@ double tutti__tune_predict(const tutti_algo_t *algo, const tutti_tune_query_t *q
 /* Why a pick was made. */
 typedef enum { TUTTI_PICK_TUNE, TUTTI_PICK_FORCED, TUTTI_PICK_MODEL, TUTTI_PICK_ONLY } tutti_pick_why_t;
 
-/* The algorithm for q, among those that can run there (single-copy ones only where q->cma):
+/* The bytes one rank posts in its mailbox for a one-shot q. */
+size_t tutti__oneshot_payload(const tutti_tune_query_t *q);
+
+/* The algorithm for q, among those that can run there (single-copy ones only where q->cma,
+ * one-shot ones only where the payload fits a mailbox):
  * the first TUTTI_TUNE rule that matches, else TUTTI_ALGO (forced, when
  * not "auto" and it implements the collective), else the cheapest by the model (ties: the
  * first in the table), else the first algorithm that implements the collective. NULL when none
@@ -60,6 +65,7 @@ double tutti__cost_ring(const tutti_tune_query_t *q, const tutti_cost_params_t *
 double tutti__cost_rd(const tutti_tune_query_t *q, const tutti_cost_params_t *c);
 double tutti__cost_rab(const tutti_tune_query_t *q, const tutti_cost_params_t *c);
 double tutti__cost_tree(const tutti_tune_query_t *q, const tutti_cost_params_t *c);
+double tutti__cost_oneshot(const tutti_tune_query_t *q, const tutti_cost_params_t *c);
 double tutti__cost_cma(const tutti_tune_query_t *q, const tutti_cost_params_t *c);
 
 #endif

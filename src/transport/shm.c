@@ -21,86 +21,19 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "transport/transport.h"
+#include "transport/shm_seg.h"
 
-#define SHM_MAGIC 0x7475747469534d31ull /* "tuttiSM1" */
-#define CACHELINE 64
-#define PAGE 4096
-
-typedef struct shm_header {
-  uint64_t magic;
-  uint64_t job_id;
-  uint64_t queue_bytes;
-  uint64_t total_bytes;
-  uint32_t nlocal;
-  _Atomic uint32_t ready;    /* set by the creator once the layout is initialised */
-  _Atomic uint32_t attached; /* local ranks that have mapped the segment */
-  _Atomic int32_t failed;    /* 1 + global rank of the first rank that failed, or 0 */
-} shm_header_t;
-
-/* Per local rank: the word it sleeps on, and whether it sleeps (so wakers skip the syscall). */
-typedef struct shm_slot {
-  _Alignas(CACHELINE) _Atomic uint32_t doorbell;
-  _Atomic uint32_t sleeping;
-  /* Why this rank failed, written before it publishes the failure, so that ranks further
-   * down the line can name the first cause and not just the neighbour that gave up. */
-  _Alignas(CACHELINE) char reason[256];
-  int32_t code; /* its tutti_result_t */
-  /* Single-copy check at init: where this rank's probe word is, then its verdict on reading
-   * every other rank's (CMA_PUBLISHED, then CMA_OK or CMA_REFUSED). */
-  uint64_t probe_addr;
-  _Atomic uint32_t cma_state;
-} shm_slot_t;
-
-enum { CMA_NONE, CMA_PUBLISHED, CMA_OK, CMA_REFUSED };
-
-/* Producer and consumer counters on separate lines so they do not bounce together. */
-typedef struct shm_ring {
-  _Alignas(CACHELINE) _Atomic uint64_t head; /* bytes written, owned by the producer */
-  _Alignas(CACHELINE) _Atomic uint64_t tail; /* bytes read, owned by the consumer */
-} shm_ring_t;
-
-typedef struct shm_transport {
-  tutti_transport_t base;
-  char *seg;
-  size_t seg_bytes;
-  shm_header_t *hdr;
-  shm_slot_t *slots;
-  shm_ring_t *rings;
-  char *data;
-  size_t qbytes;
-  int nlocal;
-  int me;      /* local index of this rank */
-  int *pidfd;  /* per local index; -1 where pidfd_open is refused */
-  int *global; /* global rank of each local index */
-  uint64_t probe_word; /* what the other ranks read to prove they can (CMA check) */
-} shm_transport_t;
-
-static size_t round_up(size_t x, size_t to) { return (x + to - 1) / to * to; }
-
-static size_t slots_offset(void) { return round_up(sizeof(shm_header_t), PAGE); }
-static size_t rings_offset(int n) {
-  return slots_offset() + round_up((size_t)n * sizeof(shm_slot_t), PAGE);
-}
-static size_t data_offset(int n) {
-  return rings_offset(n) + round_up((size_t)n * (size_t)n * sizeof(shm_ring_t), PAGE);
-}
-
-static inline size_t pair(const shm_transport_t *s, int from, int to) {
-  return (size_t)from * (size_t)s->nlocal + (size_t)to;
-}
-
-static long futex(_Atomic uint32_t *addr, int op, uint32_t val, const struct timespec *ts) {
+long tutti__shm_futex(_Atomic uint32_t *addr, int op, uint32_t val, const struct timespec *ts) {
   return syscall(SYS_futex, (uint32_t *)addr, op, val, ts, NULL, 0);
 }
 
 static void ring_bell(shm_transport_t *s, int li) {
   shm_slot_t *slot = &s->slots[li];
   atomic_fetch_add(&slot->doorbell, 1);
-  if (atomic_load(&slot->sleeping)) futex(&slot->doorbell, FUTEX_WAKE, INT_MAX, NULL);
+  if (atomic_load(&slot->sleeping)) tutti__shm_futex(&slot->doorbell, FUTEX_WAKE, INT_MAX, NULL);
 }
 
-static tutti_result_t check_failed(shm_transport_t *s) {
+tutti_result_t tutti__shm_check_failed(shm_transport_t *s) {
   int32_t f = atomic_load_explicit(&s->hdr->failed, memory_order_acquire);
   struct tutti_comm *comm = s->base.comm;
   if (f == 0 || f - 1 == comm->rank) return TUTTI_SUCCESS;
@@ -197,18 +130,18 @@ static int want_ready(shm_transport_t *s, const tutti_want_t *w) {
 }
 
 /* A dead peer never rings; its pidfd becomes readable when it exits. */
-static tutti_result_t check_alive(shm_transport_t *s, const tutti_want_t *wants, int n) {
+int tutti__shm_exited(const shm_transport_t *s, int li) {
+  if (s->pidfd[li] >= 0) {
+    struct pollfd pfd = {.fd = s->pidfd[li], .events = POLLIN};
+    return poll(&pfd, 1, 0) > 0;
+  }
+  return kill(s->base.comm->peers[s->global[li]].pid, 0) != 0 && errno == ESRCH;
+}
+
+tutti_result_t tutti__shm_check_alive(shm_transport_t *s, const tutti_want_t *wants, int n) {
   struct tutti_comm *comm = s->base.comm;
   for (int i = 0; i < n; i++) {
-    int li = comm->peers[wants[i].peer].local_index;
-    int dead;
-    if (s->pidfd[li] >= 0) {
-      struct pollfd pfd = {.fd = s->pidfd[li], .events = POLLIN};
-      dead = poll(&pfd, 1, 0) > 0;
-    } else {
-      dead = kill(comm->peers[wants[i].peer].pid, 0) != 0 && errno == ESRCH;
-    }
-    if (dead) {
+    if (tutti__shm_exited(s, comm->peers[wants[i].peer].local_index)) {
       char who[128];
       if (!comm->culprit) comm->culprit = wants[i].peer + 1;
       return tutti__error(comm, TUTTI_ERR_REMOTE, "%s died during the collective",
@@ -231,11 +164,11 @@ static tutti_result_t shm_block(tutti_transport_t *t, const tutti_want_t *wants,
   long rc = 0;
   if (!ready && timeout_ms > 0) {
     struct timespec ts = {timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000};
-    rc = futex(&slot->doorbell, FUTEX_WAIT, bell, &ts);
+    rc = tutti__shm_futex(&slot->doorbell, FUTEX_WAIT, bell, &ts);
   }
   atomic_store(&slot->sleeping, 0);
-  TRY(check_failed(s));
-  if (!ready && (rc != 0 || timeout_ms == 0)) TRY(check_alive(s, wants, nwants));
+  TRY(tutti__shm_check_failed(s));
+  if (!ready && (rc != 0 || timeout_ms == 0)) TRY(tutti__shm_check_alive(s, wants, nwants));
   return TUTTI_SUCCESS;
 }
 
@@ -289,6 +222,7 @@ static void shm_destroy(tutti_transport_t *t) {
     if (s->pidfd[i] >= 0) close(s->pidfd[i]);
   free(s->pidfd);
   free(s->global);
+  free(s->mseen);
   free(s);
 }
 
@@ -347,6 +281,7 @@ static tutti_result_t shm_map(shm_transport_t *s, const char *name, int64_t dead
   s->slots = (shm_slot_t *)(s->seg + slots_offset());
   s->rings = (shm_ring_t *)(s->seg + rings_offset(s->nlocal));
   s->data = s->seg + data_offset(s->nlocal);
+  s->mboxes = s->seg + mbox_offset(s->nlocal, s->qbytes);
   if (s->me == 0) {
     s->hdr->magic = SHM_MAGIC;
     s->hdr->job_id = comm->job_id;
@@ -422,10 +357,11 @@ tutti_result_t tutti__shm_create(struct tutti_comm *comm, tutti_transport_t **ou
   s->nlocal = comm->nlocal;
   s->me = comm->peers[comm->rank].local_index;
   s->qbytes = comm->cfg.shm_queue_bytes;
-  s->seg_bytes = data_offset(s->nlocal) + (size_t)s->nlocal * (size_t)s->nlocal * s->qbytes;
+  s->seg_bytes = mbox_offset(s->nlocal, s->qbytes) + (size_t)s->nlocal * 2 * MBOX_STRIDE;
   s->pidfd = malloc((size_t)s->nlocal * sizeof *s->pidfd);
   s->global = malloc((size_t)s->nlocal * sizeof *s->global);
-  if (!s->pidfd || !s->global) {
+  s->mseen = calloc((size_t)s->nlocal, sizeof *s->mseen);
+  if (!s->pidfd || !s->global || !s->mseen) {
     res = tutti__error(comm, TUTTI_ERR_SYSTEM, "out of memory creating shm transport");
     goto out;
   }

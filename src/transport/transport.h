@@ -107,6 +107,30 @@ tutti_result_t tutti__irecv_tag(struct tutti_comm *comm, tutti_xfer_t *op, int p
 /* Empties every queue without completing anything (after a failure, or at destroy). */
 void tutti__drop_ops(struct tutti_comm *comm);
 
+/* ---- One-shot mailboxes (mbox.c): small collectives of ranks that share one host ---------
+ * Every rank of a one-shot call calls begin, then post (its payload, possibly none), then get
+ * for each peer whose payload it needs. Payloads are read in place until the next begin. */
+
+/* Payload bytes a mailbox holds. */
+#define TUTTI_MBOX_BYTES ((size_t)32 << 10)
+/* TUTTI_MBOX_BYTES, or 0 where there are none (some rank on another host, or
+ * TUTTI_TRANSPORT=tcp). The same on every rank. */
+size_t tutti__mbox_capacity(const struct tutti_comm *comm);
+/* Starts a one-shot call: waits until this rank's mailbox for it is read by no one any more,
+ * and checks the peers' headers of the previous one-shot call not checked yet. */
+tutti_result_t tutti__mbox_begin(struct tutti_comm *comm, int64_t deadline);
+/* Publishes len (<= capacity) bytes of data for the current call and the call's header
+ * (comm->seq, comm->fp and call_bytes, the size every rank gives the call). */
+tutti_result_t tutti__mbox_post(struct tutti_comm *comm, const void *data, size_t len,
+                                size_t call_bytes);
+/* Waits for peer's post of the current call, checks its header against this rank's (a
+ * disagreement fails as a message header's would), and points *data at its payload. */
+tutti_result_t tutti__mbox_get(struct tutti_comm *comm, int peer, int64_t deadline,
+                               const char **data);
+/* For a rank waiting on its queues: TUTTI_ERR_INVALID_USAGE if a peer runs the current call
+ * through its mailbox (the ranks chose different algorithms for what should be one call). */
+tutti_result_t tutti__mbox_conflict(struct tutti_comm *comm);
+
 #define TUTTI_MSG_MAGIC 0x54545431u /* "TTT1" */
 /* A header-only frame a failing rank sends, where the stream is between frames, to tell a
  * peer why it gave up (seq holds the result code, fp.root the sender's rank). */

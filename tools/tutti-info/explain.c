@@ -69,6 +69,7 @@ int tutti_info_explain(int argc, char **argv) {
   /* Whether the kernel lets ranks read each other is known only inside a job (it is checked
    * at init); here it is assumed allowed on shm unless TUTTI_CMA=0. */
   q.cma = !q.tcp && cfg.cma;
+  q.mbox_bytes = q.tcp ? 0 : TUTTI_MBOX_BYTES;
   const tutti_cost_params_t *p = tutti__cost_params(q.tcp);
   printf("%s of %zu bytes on %d ranks over %s (chunk %zu bytes)\n", argv[0], q.bytes, q.nranks,
          p->transport, q.chunk_bytes);

@@ -1,0 +1,105 @@
+/*
+ * One-shot algorithms for small messages between the ranks of one host (issue 3's "direct,
+ * small"): every rank posts its whole input in its mailbox (transport.h) and reads what it
+ * needs from its peers' mailboxes in place. One step, no hops: the latency is one cache-line
+ * exchange plus the copies.
+ *
+ * Reductions fold the ranks in rank order from the mailboxes (this rank's own input included,
+ * read back from its mailbox, which makes in-place calls safe), so every rank computes
+ * bitwise the same result.
+ */
+#include <string.h>
+
+#include "algo/algo.h"
+#include "kernels/kernels.h"
+
+/* dst = fold over ranks 0..n-1, in rank order, of the count elements at offset off (bytes)
+ * of every rank's payload. */
+static tutti_result_t fold_all(struct tutti_comm *comm, const tutti_coll_args_t *a, size_t off,
+                               size_t count, void *dst) {
+  int n = comm->nranks;
+  const char *p0, *p;
+  TRY(tutti__mbox_get(comm, 0, a->deadline, &p0));
+  if (n == 1) {
+    memcpy(dst, p0 + off, count * a->esize);
+  } else {
+    TRY(tutti__mbox_get(comm, 1, a->deadline, &p));
+    tutti__reduce(dst, p0 + off, p + off, count, a->dtype, a->op);
+  }
+  for (int k = 2; k < n; k++) {
+    TRY(tutti__mbox_get(comm, k, a->deadline, &p));
+    tutti__reduce(dst, dst, p + off, count, a->dtype, a->op);
+  }
+  if (a->op == TUTTI_AVG) tutti__avg_finish(dst, count, a->dtype, n);
+  return TUTTI_SUCCESS;
+}
+
+static tutti_result_t start(struct tutti_comm *comm, const tutti_coll_args_t *a, const void *data,
+                            size_t len, size_t call_bytes) {
+  TRY(tutti__mbox_begin(comm, a->deadline));
+  return tutti__mbox_post(comm, data, len, call_bytes);
+}
+
+tutti_result_t tutti__oneshot_allreduce(struct tutti_comm *comm, const tutti_coll_args_t *a) {
+  size_t bytes = a->count * a->esize;
+  TRY(start(comm, a, a->sendbuf, bytes, bytes));
+  return fold_all(comm, a, 0, a->count, a->recvbuf);
+}
+
+tutti_result_t tutti__oneshot_reduce(struct tutti_comm *comm, const tutti_coll_args_t *a) {
+  size_t bytes = a->count * a->esize;
+  TRY(start(comm, a, a->sendbuf, bytes, bytes));
+  if (comm->rank != a->root) return TUTTI_SUCCESS;
+  return fold_all(comm, a, 0, a->count, a->recvbuf);
+}
+
+/* Every rank posts its whole input; each folds only its own block out of all of them. */
+tutti_result_t tutti__oneshot_reduce_scatter(struct tutti_comm *comm,
+                                             const tutti_coll_args_t *a) {
+  size_t block = a->count * a->esize, bytes = block * (size_t)comm->nranks;
+  TRY(start(comm, a, a->sendbuf, bytes, bytes));
+  return fold_all(comm, a, (size_t)comm->rank * block, a->count, a->recvbuf);
+}
+
+tutti_result_t tutti__oneshot_allgather(struct tutti_comm *comm, const tutti_coll_args_t *a) {
+  int n = comm->nranks;
+  size_t block = a->count * a->esize;
+  char *out = a->recvbuf;
+  TRY(start(comm, a, a->sendbuf, block, block * (size_t)n));
+  /* In place the own block already sits at its offset; otherwise it is copied from the user's
+   * buffer, which is as close as the mailbox. */
+  if (a->sendbuf != out + (size_t)comm->rank * block)
+    memcpy(out + (size_t)comm->rank * block, a->sendbuf, block);
+  for (int k = 0; k < n; k++) {
+    if (k == comm->rank) continue;
+    const char *p;
+    TRY(tutti__mbox_get(comm, k, a->deadline, &p));
+    memcpy(out + (size_t)k * block, p, block);
+  }
+  return TUTTI_SUCCESS;
+}
+
+/* The root posts the data; the others post only their arrival (which lets the root reuse its
+ * mailbox two calls later) and copy the root's payload. */
+tutti_result_t tutti__oneshot_broadcast(struct tutti_comm *comm, const tutti_coll_args_t *a) {
+  size_t bytes = a->count * a->esize;
+  if (comm->rank == a->root) {
+    TRY(start(comm, a, a->sendbuf, bytes, bytes));
+    if (a->sendbuf != a->recvbuf) memcpy(a->recvbuf, a->sendbuf, bytes);
+    return TUTTI_SUCCESS;
+  }
+  TRY(start(comm, a, NULL, 0, bytes));
+  const char *p;
+  TRY(tutti__mbox_get(comm, a->root, a->deadline, &p));
+  memcpy(a->recvbuf, p, bytes);
+  return TUTTI_SUCCESS;
+}
+
+tutti_result_t tutti__oneshot_barrier(struct tutti_comm *comm, const tutti_coll_args_t *a) {
+  TRY(start(comm, a, NULL, 0, 0));
+  for (int k = 0; k < comm->nranks; k++) {
+    const char *p;
+    if (k != comm->rank) TRY(tutti__mbox_get(comm, k, a->deadline, &p));
+  }
+  return TUTTI_SUCCESS;
+}

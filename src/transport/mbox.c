@@ -1,0 +1,230 @@
+/*
+ * One-shot mailboxes (transport.h): small collectives between the ranks of one host without
+ * the byte queues. A rank copies its payload once into its own mailbox and raises the flag in
+ * the same cache line; its peers spin on that line and read the payload in place. A call
+ * costs each rank one write and one read per peer, with no hand-off through a queue and no
+ * per-message framing, so an 8-byte all-reduce is a cache-line exchange.
+ *
+ * Reuse without acknowledgements: each rank has two mailboxes and one-shot call m uses
+ * mailbox m mod 2. A rank starting call m first makes sure every peer has posted call m-1
+ * (tutti__mbox_begin); a peer that posted m-1 has finished reading m-2, which is what this
+ * rank's mailbox held. Calls where a rank reads every peer (all-reduce, all-gather) establish
+ * that for free; a broadcast root checks it at its next call.
+ *
+ * The same check verifies every peer's header for call m-1, so ranks that disagree on a call
+ * fail at the latest on the next one, even where no rank read the other's payload (two ranks
+ * that both believe they are a broadcast's root).
+ */
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/forensics.h"
+#include "transport/header_check.h"
+#include "transport/shm_seg.h"
+
+static shm_transport_t *mbox_transport(const struct tutti_comm *comm) {
+  return comm->shm && comm->nlocal == comm->nranks ? (shm_transport_t *)comm->shm : NULL;
+}
+
+size_t tutti__mbox_capacity(const struct tutti_comm *comm) {
+  return mbox_transport(comm) && comm->cfg.transport != TUTTI_TRANSPORT_TCP ? MBOX_BYTES : 0;
+}
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+/* Serial-number order: the counters may wrap. */
+static inline int reached(uint32_t have, uint32_t want) { return (int32_t)(have - want) >= 0; }
+
+/* A message from peer li sitting in its byte queue for the collective this rank runs one-shot:
+ * that peer picked another algorithm, so the ranks disagree on the call. */
+static tutti_result_t queue_conflict(shm_transport_t *s, int li) {
+  struct tutti_comm *comm = s->base.comm;
+  shm_ring_t *r = &s->rings[pair(s, li, s->me)];
+  uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+  uint64_t head = atomic_load_explicit(&r->head, memory_order_acquire);
+  if (head - tail < sizeof(tutti_msg_hdr_t)) return TUTTI_SUCCESS;
+  tutti_msg_hdr_t got;
+  const char *data = s->data + pair(s, li, s->me) * s->qbytes;
+  size_t pos = (size_t)tail & (s->qbytes - 1), first = s->qbytes - pos;
+  if (first > sizeof got) first = sizeof got;
+  memcpy(&got, data + pos, first);
+  memcpy((char *)&got + first, data, sizeof got - first);
+  if (got.magic != TUTTI_MSG_MAGIC || got.seq != s->mhdr.seq) return TUTTI_SUCCESS;
+  char who[128], msg[512];
+  tutti__peer_desc(comm, s->global[li], who, sizeof who);
+  if (tutti__hdr_check(&s->mhdr, &got, sizeof got, who, msg, sizeof msg) == TUTTI_SUCCESS ||
+      !memcmp(&got.fp, &s->mhdr.fp, sizeof got.fp))
+    snprintf(msg, sizeof msg, "the ranks disagree on call #%u: %s runs it through its queues "
+             "while this rank runs it one-shot (TUTTI_ALGO or TUTTI_TUNE differ?)", got.seq,
+             who);
+  return tutti__error(comm, TUTTI_ERR_INVALID_USAGE, "%s", msg);
+}
+
+static tutti_result_t wait_timeout(shm_transport_t *s, int li, uint32_t call) {
+  struct tutti_comm *comm = s->base.comm;
+  char who[128];
+  int peer = s->global[li];
+  tutti__forensics_log(comm, "timeout", 0);
+  int stopped = tutti__stopped_peer(comm);
+  if (stopped >= 0) peer = stopped;
+  if (!comm->culprit) comm->culprit = peer + 1;
+  tutti__peer_desc(comm, peer, who, sizeof who);
+  return tutti__error(comm, TUTTI_ERR_TIMEOUT, "timed out after %.1f s: %s %s call #%u (%s, "
+                      "%llu bytes, one-shot; its one-shot call before was checked here: %s)",
+                      comm->cfg.timeout_s, who,
+                      stopped >= 0 ? "is stopped (SIGSTOP) and never posted"
+                                   : "never posted its part of",
+                      s->mhdr.seq, atomic_load(&comm->op_name), (unsigned long long)s->mhdr.len,
+                      reached(s->mseen[li], call - 1) ? "yes" : "no");
+}
+
+/* Sleeps on this rank's doorbell until a poster rings it or slice_ms pass; posters ring only
+ * ranks that announced sleep, so the announce-then-recheck order matters (see mbox_post). */
+static void sleep_on(shm_transport_t *s, shm_mbox_t *b, uint32_t call, int slice_ms) {
+  shm_slot_t *me = &s->slots[s->me];
+  atomic_store(&me->sleeping, 1);
+  uint32_t bell = atomic_load(&me->doorbell);
+  if (!reached(atomic_load(&b->ready), call) && !atomic_load(&s->hdr->failed)) {
+    struct timespec ts = {slice_ms / 1000, (long)(slice_ms % 1000) * 1000000};
+    tutti__shm_futex(&me->doorbell, FUTEX_WAIT, bell, &ts);
+  }
+  atomic_store(&me->sleeping, 0);
+}
+
+/* Waits until local rank li's mailbox holds call (or a later one). Spins about as long as a
+ * wake-up costs (yielding instead where ranks outnumber cores, so the peer gets the core),
+ * then sleeps in slices that bound how late a failure or an abort is seen. */
+static tutti_result_t wait_posted(shm_transport_t *s, int li, uint32_t call, int64_t deadline) {
+  shm_mbox_t *b = mbox_of(s, li, call);
+  if (reached(atomic_load_explicit(&b->ready, memory_order_acquire), call)) return TUTTI_SUCCESS;
+  struct tutti_comm *comm = s->base.comm;
+  int over = comm->oversubscribed;
+  int64_t spin_ns = (int64_t)(comm->cfg.spin_us * 1000) * (over ? 4 : 1), spin_until = 0;
+  for (unsigned idle = 1;; idle++) {
+    if (reached(atomic_load_explicit(&b->ready, memory_order_acquire), call))
+      return TUTTI_SUCCESS;
+    if (over)
+      sched_yield();
+    else if (idle & 255)
+      cpu_relax();
+    else
+      sched_yield(); /* the peer may have been put on this very core */
+    if (idle & 63) continue;
+    int64_t now = tutti__now_ns();
+    if (!spin_until) spin_until = now + spin_ns;
+    if (atomic_load_explicit(&comm->aborted, memory_order_relaxed))
+      return tutti__error(comm, TUTTI_ERR_ABORTED, "the communicator was aborted");
+    int exited = now >= spin_until && tutti__shm_exited(s, li);
+    if (exited || atomic_load(&s->hdr->failed)) {
+      /* The peer may have posted, finished and gone (or failed later) since the check
+       * above: what it posted stands. */
+      if (reached(atomic_load_explicit(&b->ready, memory_order_acquire), call))
+        return TUTTI_SUCCESS;
+      TRY(tutti__shm_check_failed(s));
+      if (exited) {
+        tutti_want_t w = {s->global[li], TUTTI_WANT_RECV};
+        TRY(tutti__shm_check_alive(s, &w, 1));
+      }
+    }
+    if (now < spin_until) continue;
+    TRY(queue_conflict(s, li));
+    if (now >= deadline) return wait_timeout(s, li, call);
+    tutti__forensics_poll(comm);
+    int64_t left_ms = (deadline - now) / 1000000;
+    sleep_on(s, b, call, left_ms < 100 ? (int)left_ms + 1 : 100);
+  }
+}
+
+/* Checks the header local rank li posted against the one this rank posted for the call. */
+static tutti_result_t check_header(shm_transport_t *s, int li, const shm_mbox_t *b,
+                                   const tutti_msg_hdr_t *want) {
+  if (b->hdr.magic == want->magic && b->hdr.seq == want->seq && b->hdr.len == want->len &&
+      !memcmp(&b->hdr.fp, &want->fp, sizeof want->fp))
+    return TUTTI_SUCCESS;
+  char who[128], msg[512];
+  tutti__peer_desc(s->base.comm, s->global[li], who, sizeof who);
+  tutti_result_t res = tutti__hdr_check(want, &b->hdr, sizeof b->hdr, who, msg, sizeof msg);
+  return tutti__error(s->base.comm, res == TUTTI_SUCCESS ? TUTTI_ERR_INVALID_USAGE : res, "%s",
+                      msg);
+}
+
+tutti_result_t tutti__mbox_begin(struct tutti_comm *comm, int64_t deadline) {
+  shm_transport_t *s = mbox_transport(comm);
+  uint32_t prev = s->mseq++;
+  if (!prev) return TUTTI_SUCCESS;
+  for (int li = 0; li < s->nlocal; li++) {
+    if (li == s->me || reached(s->mseen[li], prev)) continue;
+    TRY(wait_posted(s, li, prev, deadline));
+    TRY(check_header(s, li, mbox_of(s, li, prev), &s->mhdr));
+    s->mseen[li] = prev;
+  }
+  return TUTTI_SUCCESS;
+}
+
+tutti_result_t tutti__mbox_post(struct tutti_comm *comm, const void *data, size_t len,
+                                size_t call_bytes) {
+  shm_transport_t *s = mbox_transport(comm);
+  uint32_t call = s->mseq;
+  shm_mbox_t *b = mbox_of(s, s->me, call);
+  s->mhdr = (tutti_msg_hdr_t){TUTTI_MSG_MAGIC, comm->seq, call_bytes, comm->fp};
+  if (len) memcpy(b->data, data, len);
+  b->hdr = s->mhdr;
+  /* Sequentially consistent, against the sleeper's announce-then-recheck in sleep_on: either
+   * it sees this flag, or this rank sees it asleep and rings. */
+  atomic_store(&b->ready, call);
+  for (int li = 0; li < s->nlocal; li++) {
+    shm_slot_t *peer = &s->slots[li];
+    if (li != s->me && atomic_load(&peer->sleeping)) {
+      atomic_fetch_add(&peer->doorbell, 1);
+      tutti__shm_futex(&peer->doorbell, FUTEX_WAKE, INT_MAX, NULL);
+    }
+  }
+  return TUTTI_SUCCESS;
+}
+
+tutti_result_t tutti__mbox_get(struct tutti_comm *comm, int peer, int64_t deadline,
+                               const char **data) {
+  shm_transport_t *s = mbox_transport(comm);
+  int li = comm->peers[peer].local_index;
+  shm_mbox_t *b = mbox_of(s, li, s->mseq);
+  if (li != s->me) {
+    TRY(wait_posted(s, li, s->mseq, deadline));
+    TRY(check_header(s, li, b, &s->mhdr));
+    s->mseen[li] = s->mseq;
+  }
+  *data = b->data;
+  return TUTTI_SUCCESS;
+}
+
+tutti_result_t tutti__mbox_conflict(struct tutti_comm *comm) {
+  shm_transport_t *s = mbox_transport(comm);
+  if (!s) return TUTTI_SUCCESS;
+  for (int li = 0; li < s->nlocal; li++)
+    for (uint32_t k = 0; k < 2 && li != s->me; k++) {
+      const shm_mbox_t *b = mbox_of(s, li, k);
+      if (!atomic_load_explicit(&b->ready, memory_order_acquire) ||
+          b->hdr.magic != TUTTI_MSG_MAGIC || b->hdr.seq != comm->seq)
+        continue;
+      char who[128];
+      tutti__peer_desc(comm, s->global[li], who, sizeof who);
+      if (memcmp(&b->hdr.fp, &comm->fp, sizeof comm->fp)) {
+        tutti_msg_hdr_t want = {TUTTI_MSG_MAGIC, comm->seq, b->hdr.len, comm->fp};
+        char msg[512];
+        tutti__hdr_check(&want, &b->hdr, sizeof b->hdr, who, msg, sizeof msg);
+        return tutti__error(comm, TUTTI_ERR_INVALID_USAGE, "%s", msg);
+      }
+      return tutti__error(comm, TUTTI_ERR_INVALID_USAGE, "the ranks disagree on call #%u: %s "
+                          "runs it one-shot while this rank runs it through its queues "
+                          "(TUTTI_ALGO or TUTTI_TUNE differ?)", comm->seq, who);
+    }
+  return TUTTI_SUCCESS;
+}
