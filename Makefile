@@ -9,7 +9,7 @@ TSAN_TESTS ?= ^(nb_check_|abort_check_|coll_check_n3_|ops_check_n3_|split_check_
 JOBS       ?= $(shell nproc)
 CTEST_ARGS ?= --output-on-failure -j $(JOBS)
 
-.PHONY: all demo test test-asan test-tsan fuzz bench bench-peers clean
+.PHONY: all demo test test-asan test-tsan fuzz bench bench-peers bench-tuner clean
 
 all: $(BUILD)/Makefile
 	@cmake --build $(BUILD) -j $(JOBS) -- --no-print-directory
@@ -48,6 +48,11 @@ bench: all
 # bench/results/peers.md and peers_busbw.png. ROUNDS, SIZES, NS override the sweep.
 bench-peers: all
 	BUILD=$(BUILD) bench/peers/run.sh
+
+# The tuner's pick against every algorithm forced, per collective, n and size; writes
+# bench/results/tuner.md. ROUNDS, NS, SIZES, COLLS override the sweep.
+bench-tuner: all
+	BUILD=$(BUILD) /usr/bin/python3 bench/tuner_check.py
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD)

@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""Is the tuner's pick within 10% of the best algorithm? (issue 3, `make bench-tuner`)
+
+For every collective, rank count and size of the sweep this runs tutti-bench once with each
+algorithm forced (TUTTI_ALGO) and once with the tuner's own choice (auto), alternating the
+programs round after round, and compares medians: auto's time over the fastest forced
+algorithm's. An algorithm counts at a size only where it really runs there (tutti-info
+--explain with that TUTTI_ALGO names it as the pick; one-shot, for one, stops at its mailbox
+size). Writes a markdown report (default bench/results/tuner.md) and prints it.
+
+Environment: ROUNDS=3, NS="2 4", SIZES=8,1k,64k,1M,16M,64M,
+COLLS=allreduce,allgather,reduce_scatter,broadcast, BUILD=build, OUT=bench/results/tuner.md.
+"""
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+BUILD = os.environ.get("BUILD", "build")
+ROUNDS = int(os.environ.get("ROUNDS", "3"))
+NS = [int(x) for x in os.environ.get("NS", "2 4").split()]
+SIZES = os.environ.get("SIZES", "8,1k,64k,1M,16M,64M")
+COLLS = os.environ.get("COLLS", "allreduce,allgather,reduce_scatter,broadcast").split(",")
+OUT = os.environ.get("OUT", "bench/results/tuner.md")
+RUN = os.path.join(BUILD, "bin", "tutti-run")
+BENCH = os.path.join(BUILD, "bin", "tutti-bench")
+INFO = os.path.join(BUILD, "bin", "tutti-info")
+
+
+def explain(coll, size, n, algo):
+    """(candidate algorithms implementing coll, the pick) from tutti-info --explain."""
+    env = dict(os.environ, TUTTI_ALGO=algo)
+    out = subprocess.run([INFO, "--explain", coll, str(size), str(n)], env=env,
+                         capture_output=True, text=True, check=True).stdout
+    cands, pick, in_table = [], None, False
+    for line in out.splitlines():
+        if line.strip().startswith("candidate"):
+            in_table = True
+            continue
+        if line.startswith("pick:"):
+            pick = line.split()[1]
+            in_table = False
+        elif in_table and line.strip():
+            cands.append(line.split()[0])
+    return cands, pick
+
+
+def run_bench(coll, n, algo):
+    """{size: out-of-place time in us} of one tutti-bench run with TUTTI_ALGO=algo."""
+    env = dict(os.environ, TUTTI_ALGO=algo, TUTTI_TRANSPORT="shm")
+    cmd = [RUN, "-n", str(n), BENCH, coll, "--sizes", SIZES, "--outofplace", "--json", "-c", "0"]
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+    if p.returncode != 0:
+        sys.exit(f"tuner_check: {' '.join(cmd)} (TUTTI_ALGO={algo}) failed:\n{p.stdout}{p.stderr}")
+    times = {}
+    for line in p.stdout.splitlines():
+        line = line.split("] ", 1)[-1]
+        if line.startswith("{"):
+            rec = json.loads(line)
+            times[rec["size"]] = rec["out_of_place"]["time_us"]
+    return times
+
+
+def main():
+    rows, hits, cells = [], 0, 0
+    t0 = time.time()
+    for n in NS:
+        for coll in COLLS:
+            # The sizes as tutti-bench rounds them (whole elements per rank), from one run.
+            real = sorted(run_bench(coll, n, "auto"))
+            cands, _ = explain(coll, real[0], n, "auto")
+            # Which forced algorithms really run at each size.
+            runs_at = {a: {s for s in real if explain(coll, s, n, a)[1] == a} for a in cands}
+            algos = [a for a in cands if runs_at[a]]
+            samples = {a: {} for a in ["auto"] + algos}
+            for _ in range(ROUNDS):
+                for a in ["auto"] + algos:
+                    for s, t in run_bench(coll, n, a).items():
+                        samples[a].setdefault(s, []).append(t)
+            for s in real:
+                med = {a: statistics.median(v[s]) for a, v in samples.items()
+                       if s in v and (a == "auto" or s in runs_at[a])}
+                if "auto" not in med or len(med) < 2:
+                    continue
+                forced = {a: t for a, t in med.items() if a != "auto"}
+                best = min(forced, key=forced.get)
+                pick = explain(coll, s, n, "auto")[1]
+                ratio = med["auto"] / forced[best]
+                hit = ratio <= 1.10
+                hits += hit
+                cells += 1
+                others = ", ".join(f"{a} {t:.3g}" for a, t in sorted(forced.items(),
+                                                                      key=lambda x: x[1]))
+                rows.append(f"| {coll} | {n} | {s} | {pick} | {med['auto']:.3g} | {best} | "
+                            f"{forced[best]:.3g} | {ratio:.2f} | {'**hit**' if hit else 'miss'} "
+                            f"| {others} |")
+    head = [
+        "# Tuner pick against the best forced algorithm",
+        "",
+        f"Written by `bench/tuner_check.py` (`make bench-tuner`): shm, float32, out of place, "
+        f"{ROUNDS} rounds alternating auto and every algorithm (TUTTI_ALGO), medians of the "
+        f"tutti-bench times (us). Sizes {SIZES}, n in {NS}; sweep {time.time() - t0:.0f} s; "
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.",
+        "",
+        f"**{hits} of {cells} cells within 10%** (auto time / best forced time <= 1.10).",
+        "",
+        "| collective | n | bytes | pick | auto us | best | best us | auto/best | result | all forced (us) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    text = "\n".join(head + rows) + "\n"
+    os.makedirs(os.path.dirname(OUT) or ".", exist_ok=True)
+    with open(OUT, "w") as f:
+        f.write(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
