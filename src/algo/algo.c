@@ -89,15 +89,22 @@ const tutti_algo_t *tutti__algo_find(const char *name) {
   return NULL;
 }
 
-const tutti_algo_t *tutti__algo_select(const struct tutti_comm *comm, const tutti_coll_args_t *a) {
+const tutti_algo_t *tutti__algo_select(struct tutti_comm *comm, const tutti_coll_args_t *a) {
   /* Determinism is a promise about results, so it outranks every performance override. */
   if (comm->cfg.deterministic) {
     const tutti_algo_t *det = tutti__algo_find("deterministic");
     if (det->fn[a->coll]) return det;
   }
+  size_t bytes = tutti__tune_bytes(a->coll, a->count, a->esize, comm->nranks);
+  if (comm->pick_cache[a->coll].algo && comm->pick_cache[a->coll].bytes == bytes)
+    return comm->pick_cache[a->coll].algo;
   tutti_tune_query_t q;
   tutti__tune_query(comm, a, &q);
-  return tutti__tune_pick(&q, comm->cfg.tune, comm->cfg.ntune, comm->cfg.algo, NULL);
+  const tutti_algo_t *pick = tutti__tune_pick(&q, comm->cfg.tune, comm->cfg.ntune,
+                                              comm->cfg.algo, NULL);
+  comm->pick_cache[a->coll].bytes = bytes;
+  comm->pick_cache[a->coll].algo = pick;
+  return pick;
 }
 
 const char *tutti__coll_name(tutti_coll_t coll) {

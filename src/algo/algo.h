@@ -26,6 +26,7 @@ typedef enum {
   TUTTI_COLL_RECV,
   TUTTI_COLL_COUNT
 } tutti_coll_t;
+_Static_assert(TUTTI_COLL_COUNT <= 16, "comm->pick_cache has a slot per collective");
 
 /*
  * One call, checked by coll.c. count is per rank as in the API (sendcount for all-gather,
@@ -78,7 +79,7 @@ const tutti_algo_t *tutti__algo_table(int *count);
 /* The algorithm called name; "auto" and "" give the first entry. NULL if unknown. */
 const tutti_algo_t *tutti__algo_find(const char *name);
 /* The algorithm comm runs for a (the tuner's pick, tuner.h). */
-const tutti_algo_t *tutti__algo_select(const struct tutti_comm *comm, const tutti_coll_args_t *a);
+const tutti_algo_t *tutti__algo_select(struct tutti_comm *comm, const tutti_coll_args_t *a);
 const char *tutti__coll_name(tutti_coll_t coll);
 
 /* Algorithm entry points (one file each). */

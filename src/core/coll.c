@@ -149,7 +149,8 @@ static size_t send_elems(const struct tutti_comm *comm, const tutti_coll_args_t 
 
 static tutti_result_t run_algorithm(struct tutti_comm *comm, tutti_coll_args_t *a) {
   a->esize = tutti__dtype_size(a->dtype);
-  a->deadline = tutti__deadline_after(comm->cfg.timeout_s);
+  /* One clock read per call: the deadline counts from the call's start. */
+  a->deadline = comm->call_start_ns + (int64_t)(comm->cfg.timeout_s * 1e9);
   const tutti_algo_t *algo = tutti__algo_select(comm, a);
   if (!algo)
     return tutti__error(comm, TUTTI_ERR_INTERNAL, "no algorithm implements %s",
@@ -186,7 +187,7 @@ tutti_result_t tutti__task_run(struct tutti_comm *comm, tutti_task_t *t) {
     if ((int)a.op >= TUTTI_NUM_OPS)
       res = tutti__userop_prepare(comm, &a, send_elems(comm, &a), &scaled);
     comm->call_seq = comm->seq;
-    comm->call_start_ns = tutti__now_ns();
+    comm->call_start_ns = tutti__coarse_ns();
     if (res == TUTTI_SUCCESS) res = run_algorithm(comm, &a);
     free(scaled);
   }

@@ -105,6 +105,9 @@ const tutti_config_var_t *tutti__config_table(int *count);
 
 /* Monotonic nanoseconds. */
 int64_t tutti__now_ns(void);
+/* The same clock at tick resolution (1-4 ms), several times cheaper to read: for deadlines
+ * and call start times, read on every call, where milliseconds do not matter. */
+int64_t tutti__coarse_ns(void);
 static inline int64_t tutti__deadline_after(double seconds) {
   return tutti__now_ns() + (int64_t)(seconds * 1e9);
 }
@@ -181,6 +184,12 @@ struct tutti_comm {
   struct tutti_xfer *cma_ops; /* 2 * nranks transfers for the single-copy algorithms */
   void *cma_descs;     /* nranks buffer descriptors (algo/cma.c) */
   uint64_t *cma_tokens; /* nranks completion tokens */
+  /* The last pick per collective (algo/algo.c): the inputs of a pick other than the size
+   * are fixed for the communicator's life, and a pick is ~100 ns of cost functions. */
+  struct {
+    size_t bytes;
+    const struct tutti_algo *algo;
+  } pick_cache[16];
   void *scratch;       /* reused working memory of the algorithms */
   size_t scratch_bytes;
 };
