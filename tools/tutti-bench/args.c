@@ -47,6 +47,8 @@ static const char help[] =
     "  --inplace | --outofplace   time only that variant (default both)\n"
     "  --faults                add minflt: minor page faults per call (getrusage ru_minflt\n"
     "                          over the timed calls / calls, the most of any rank; all threads)\n"
+    "                          and allocs: malloc-family calls per call (counted by this\n"
+    "                          program's own malloc; -1 in sanitizer builds)\n"
     "  --roofline              first measure, on all ranks at once and for every size, memcpy\n"
     "                          bandwidth (copy) and float32 c = a + b bandwidth in output bytes\n"
     "                          (reduce), the slowest rank's; then add to each variant the busbw\n"

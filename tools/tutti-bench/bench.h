@@ -77,6 +77,11 @@ tutti_result_t bench_roof_measure(const struct bench_run *b, size_t size, char *
 /* The busbw collective c could reach at best under roof (see the --roofline help text). */
 double bench_roof_bound(const struct bench_coll *c, const struct bench_roof *roof);
 
+/* ---- allocs.c ---- */
+
+/* malloc-family calls of this process so far, or -1 where they are not counted. */
+double bench_allocs_now(void);
+
 /* ---- report.c ---- */
 
 /* One timed variant (out of place or in place) of one size. */
@@ -84,6 +89,7 @@ struct bench_result {
   double us, algbw, busbw;
   double wrong;  /* wrong elements over all ranks; < 0 when not checked */
   double minflt; /* minor page faults per call, the most of any rank */
+  double allocs; /* malloc-family calls per call, the most of any rank; < 0: not counted */
   long iters;
 };
 

@@ -13,13 +13,13 @@ static void group_header(const struct bench_columns *k, int line) {
       {"time", "algbw", "busbw", "#wrong"}, {"(us)", "(GB/s)", "(GB/s)", ""}};
   printf("  %10s %8s %8s %6s", base[line][0], base[line][1], base[line][2], base[line][3]);
   if (k->faults)
-    printf(" %8s", line == 0 ? "minflt" : "(/op)");
+    printf(" %8s %8s", line == 0 ? "minflt" : "(/op)", line == 0 ? "allocs" : "(/op)");
   if (k->roof)
     printf(" %8s %6s", line == 0 ? "bound" : "(GB/s)", line == 0 ? "%bound" : "");
 }
 
 static int group_width(const struct bench_columns *k) {
-  return 2 + 10 + 9 + 9 + 7 + (k->faults ? 9 : 0) + (k->roof ? 16 : 0);
+  return 2 + 10 + 9 + 9 + 7 + (k->faults ? 18 : 0) + (k->roof ? 16 : 0);
 }
 
 void bench_print_header(const struct bench_columns *k, const struct bench_coll *c) {
@@ -55,7 +55,7 @@ static void text_group(const struct bench_columns *k, const struct bench_result 
   else
     printf(" %6.0f", r->wrong);
   if (k->faults)
-    printf(" %8.2f", r->minflt);
+    printf(" %8.2f %8.2f", r->minflt, r->allocs);
   if (k->roof)
     printf(" %8.3f %5.1f%%", bound, pct(r, bound));
 }
@@ -67,7 +67,8 @@ static void json_group(const char *name, const struct bench_result *r, double bo
     printf("\"wrong\":null,");
   else
     printf("\"wrong\":%.0f,", r->wrong);
-  printf("\"minflt_per_op\":%.3f,\"iters\":%ld", r->minflt, r->iters);
+  printf("\"minflt_per_op\":%.3f,\"allocs_per_op\":%.3f,\"iters\":%ld", r->minflt, r->allocs,
+         r->iters);
   if (bound > 0)
     printf(",\"pct_of_bound\":%.2f", pct(r, bound));
   printf("}");
@@ -75,9 +76,9 @@ static void json_group(const char *name, const struct bench_result *r, double bo
 
 static void csv_line(const struct bench_row *w, const struct bench_result *r, int inplace,
                      double bound) {
-  printf("%s,%d,%zu,%zu,%s,%s,%d,%d,%ld,%.3f,%.4f,%.4f,%.0f,%.3f,", w->coll->name, w->nranks,
-         w->size, w->count, w->type, w->op, w->root, inplace, r->iters, r->us, r->algbw,
-         r->busbw, r->wrong, r->minflt);
+  printf("%s,%d,%zu,%zu,%s,%s,%d,%d,%ld,%.3f,%.4f,%.4f,%.0f,%.3f,%.3f,", w->coll->name,
+         w->nranks, w->size, w->count, w->type, w->op, w->root, inplace, r->iters, r->us,
+         r->algbw, r->busbw, r->wrong, r->minflt, r->allocs);
   if (bound > 0)
     printf("%.4f,%.2f\n", bound, pct(r, bound));
   else

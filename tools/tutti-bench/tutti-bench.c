@@ -79,21 +79,22 @@ static void run_calls(const struct bench_run *b, const struct bench_coll *c, siz
   }
 }
 
-/* Seconds for k calls on the slowest rank, and (through *minflt) the most minor faults any
- * rank took per call. The results are identical on every rank (all-reduce results are
+/* Seconds for k calls on the slowest rank, and (through minflt[0] and [1]) the most minor
+ * faults and allocations any rank made per call. The results are identical on every rank (all-reduce results are
  * bit-identical), so decisions taken from them keep the ranks in step. */
 static double timed_batch(const struct bench_run *b, const struct bench_coll *c, size_t count,
-                          size_t size, long k, double *minflt) {
+                          size_t size, long k, double minflt[2]) {
   tutti_result_t r = tutti_barrier(b->comm);
   if (r != TUTTI_SUCCESS)
     die(b, r, "tutti_barrier", size);
-  double f0 = minflt_now(), t0 = now_s();
+  double a0 = bench_allocs_now(), f0 = minflt_now(), t0 = now_s();
   run_calls(b, c, count, size, k);
-  double m[2] = {now_s() - t0, (minflt_now() - f0) / (double)k};
-  if ((r = tutti_allreduce(m, m, 2, TUTTI_FLOAT64, TUTTI_MAX, b->comm)) != TUTTI_SUCCESS)
+  double t1 = now_s(), f1 = minflt_now(), a1 = bench_allocs_now();
+  double m[3] = {t1 - t0, (f1 - f0) / (double)k, a0 < 0 ? -1 : (a1 - a0) / (double)k};
+  if ((r = tutti_allreduce(m, m, 3, TUTTI_FLOAT64, TUTTI_MAX, b->comm)) != TUTTI_SUCCESS)
     die(b, r, "tutti_allreduce of the times", size);
   if (minflt)
-    *minflt = m[1];
+    minflt[0] = m[1], minflt[1] = m[2];
   return m[0];
 }
 
@@ -124,7 +125,10 @@ static void bench_variant(const struct bench_run *b, const struct bench_coll *c,
   }
   run_calls(b, c, count, size, opt.warmup);
   out->iters = opt.iters ? opt.iters : calibrate(b, c, count, size);
-  out->us = timed_batch(b, c, count, size, out->iters, &out->minflt) / (double)out->iters * 1e6;
+  double per_op[2];
+  out->us = timed_batch(b, c, count, size, out->iters, per_op) / (double)out->iters * 1e6;
+  out->minflt = per_op[0];
+  out->allocs = per_op[1];
   out->algbw = (double)size / out->us * 1e-3; /* bytes/us / 1e3 = GB/s with 1 GB = 1e9 B */
   out->busbw = out->algbw * bench_busbw_factor(c, b->nranks);
 }
@@ -269,7 +273,7 @@ int main(int argc, char **argv) {
     printf("\n");
   } else if (b.rank == 0 && opt.cols.format == FMT_CSV) {
     printf("collective,nranks,size,count,type,op,root,inplace,iters,time_us,algbw_gbs,"
-           "busbw_gbs,wrong,minflt_per_op,bound_gbs,pct_of_bound\n");
+           "busbw_gbs,wrong,minflt_per_op,allocs_per_op,bound_gbs,pct_of_bound\n");
   }
 
   struct roofs rf = {0};
