@@ -207,7 +207,8 @@ tutti_result_t tutti__mbox_get(struct tutti_comm *comm, int peer, int64_t deadli
 
 tutti_result_t tutti__mbox_conflict(struct tutti_comm *comm) {
   shm_transport_t *s = mbox_transport(comm);
-  if (!s) return TUTTI_SUCCESS;
+  /* Only inside a collective: point-to-point calls keep the last collective's number. */
+  if (!s || comm->call_seq != comm->seq) return TUTTI_SUCCESS;
   for (int li = 0; li < s->nlocal; li++)
     for (uint32_t k = 0; k < 2 && li != s->me; k++) {
       const shm_mbox_t *b = mbox_of(s, li, k);

@@ -112,7 +112,7 @@ void tutti__drop_ops(struct tutti_comm *comm);
  * for each peer whose payload it needs. Payloads are read in place until the next begin. */
 
 /* Payload bytes a mailbox holds. */
-#define TUTTI_MBOX_BYTES ((size_t)32 << 10)
+#define TUTTI_MBOX_BYTES ((size_t)64 << 10)
 /* TUTTI_MBOX_BYTES, or 0 where there are none (some rank on another host, or
  * TUTTI_TRANSPORT=tcp). The same on every rank. */
 size_t tutti__mbox_capacity(const struct tutti_comm *comm);
