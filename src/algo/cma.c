@@ -91,42 +91,62 @@ static tutti_result_t barrier_tokens(struct tutti_comm *comm, int64_t deadline) 
   return all_exchange(comm, &token, comm->cma_tokens, sizeof token, deadline);
 }
 
+/* Elements per CMA chunk: one process_vm_readv lands in a buffer that stays in L2 (512 KiB
+ * a core here) until the reduction reads it back; larger calls pin pages in fewer, cheaper
+ * batches but push the landing buffer out of cache, smaller ones pay the per-call pinning. */
+static size_t cma_chunk_elems(const struct tutti_comm *comm, size_t es) {
+  size_t bytes = comm->cfg.chunk_bytes;
+  size_t c = bytes / es;
+  return c ? c : 1;
+}
+
 /* Reduces block [off, off + len) (elements) of every rank's send buffer into dst, folding in
- * rank order 0..n-1, chunk by chunk through scratch. */
+ * rank order 0..n-1, chunk by chunk. The first fold takes two inputs straight into dst
+ * (dst = x0 op x1), so no contribution is copied before it is combined; a peer's chunk is
+ * read into a scratch chunk first (two when both of the first two are peers). */
 static tutti_result_t reduce_block(struct tutti_comm *comm, const tutti_coll_args_t *a,
                                    const cma_desc_t *d, size_t off, size_t len, char *dst) {
   int n = comm->nranks, me = comm->rank;
   size_t es = a->esize;
-  size_t chunk = comm->cfg.chunk_bytes / es;
-  if (chunk == 0) chunk = 1;
-  char *tmp, *own;
+  size_t chunk = cma_chunk_elems(comm, es);
+  char *tmp[2], *own;
   void *scratch;
-  TRY(tutti__scratch(comm, 2 * chunk * es, &scratch));
-  tmp = scratch;
-  own = tmp + chunk * es;
+  TRY(tutti__scratch(comm, 3 * chunk * es, &scratch));
+  tmp[0] = scratch;
+  tmp[1] = tmp[0] + chunk * es;
+  own = tmp[1] + chunk * es;
   for (size_t c = 0; c < len; c += chunk) {
     size_t m = len - c < chunk ? len - c : chunk;
     size_t byte_off = (off + c) * es;
     char *out = dst + c * es;
-    /* In place, out is this rank's own input: keep it before out is written. */
     const char *mine = (const char *)a->sendbuf + byte_off;
-    if (mine == out) {
+    /* In place, out is this rank's own input: the first fold overwrites it, which is only
+     * safe when this rank's contribution is one of the first two. */
+    if (mine == out && me >= 2 && n > 2) {
       memcpy(own, mine, m * es);
       mine = own;
     }
-    for (int k = 0; k < n; k++) {
-      const char *x = mine;
-      if (k != me) {
-        /* The first contribution lands in out itself; later ones go through tmp. */
-        char *into = k == 0 ? out : tmp;
-        TRY(cma_read(comm, k, into, d[k].send + byte_off, m * es));
-        x = into;
-      }
-      if (k == 0) {
-        if (x != out) memcpy(out, x, m * es);
+    const char *x[2];
+    for (int k = 0; k < 2 && k < n; k++) {
+      if (k == me) {
+        x[k] = mine;
       } else {
-        tutti__reduce(out, out, x, m, a->dtype, a->op);
+        TRY(cma_read(comm, k, tmp[k], d[k].send + byte_off, m * es));
+        x[k] = tmp[k];
       }
+    }
+    if (n == 1) {
+      if (x[0] != out) memcpy(out, x[0], m * es);
+    } else {
+      tutti__reduce(out, x[0], x[1], m, a->dtype, a->op);
+    }
+    for (int k = 2; k < n; k++) {
+      const char *y = mine;
+      if (k != me) {
+        TRY(cma_read(comm, k, tmp[0], d[k].send + byte_off, m * es));
+        y = tmp[0];
+      }
+      tutti__reduce(out, out, y, m, a->dtype, a->op);
     }
     if (a->op == TUTTI_AVG) tutti__avg_finish(out, m, a->dtype, n);
   }
