@@ -20,6 +20,7 @@
 
 #include "algo/algo.h"
 #include "algo/patterns.h"
+#include "algo/tuner.h"
 #include "kernels/kernels.h"
 
 /* Where a rank's buffers are, sent to its peers at the start of a call. */
@@ -100,18 +101,28 @@ static size_t cma_chunk_elems(const struct tutti_comm *comm, size_t es) {
   return c ? c : 1;
 }
 
+/* Scratch for reduce_block (three chunks) followed by `extra` bytes, at *extra_at. */
+static tutti_result_t block_scratch(struct tutti_comm *comm, size_t es, size_t extra,
+                                    char **scratch, char **extra_at) {
+  size_t blk = 3 * cma_chunk_elems(comm, es) * es;
+  void *p;
+  TRY(tutti__scratch(comm, blk + extra, &p));
+  *scratch = p;
+  if (extra_at) *extra_at = *scratch + blk;
+  return TUTTI_SUCCESS;
+}
+
 /* Reduces block [off, off + len) (elements) of every rank's send buffer into dst, folding in
  * rank order 0..n-1, chunk by chunk. The first fold takes two inputs straight into dst
  * (dst = x0 op x1), so no contribution is copied before it is combined; a peer's chunk is
  * read into a scratch chunk first (two when both of the first two are peers). */
 static tutti_result_t reduce_block(struct tutti_comm *comm, const tutti_coll_args_t *a,
-                                   const cma_desc_t *d, size_t off, size_t len, char *dst) {
+                                   const cma_desc_t *d, size_t off, size_t len, char *dst,
+                                   char *scratch) {
   int n = comm->nranks, me = comm->rank;
   size_t es = a->esize;
   size_t chunk = cma_chunk_elems(comm, es);
   char *tmp[2], *own;
-  void *scratch;
-  TRY(tutti__scratch(comm, 3 * chunk * es, &scratch));
   tmp[0] = scratch;
   tmp[1] = tmp[0] + chunk * es;
   own = tmp[1] + chunk * es;
@@ -155,11 +166,29 @@ static tutti_result_t reduce_block(struct tutti_comm *comm, const tutti_coll_arg
 
 tutti_result_t tutti__cma_allreduce(struct tutti_comm *comm, const tutti_coll_args_t *a) {
   int n = comm->nranks, me = comm->rank;
+  size_t bytes = a->count * a->esize;
   cma_desc_t *d;
+  char *scratch, *whole;
+  if (tutti__cma_one_shot(n, bytes)) {
+    /* Small: every rank reduces the whole vector from every input, folding in rank order as
+     * the slices do, so the bits are the same either way. That saves the round between the
+     * two halves (a wake-up across cores, which costs more here than reading the whole
+     * vector). In place, peers still read this rank's input, so the result waits in
+     * scratch until they are done. */
+    int inplace = a->sendbuf == a->recvbuf;
+    TRY(block_scratch(comm, a->esize, inplace ? bytes : 0, &scratch, &whole));
+    TRY(exchange_descs(comm, a, &d));
+    char *out = inplace ? whole : a->recvbuf;
+    TRY(reduce_block(comm, a, d, 0, a->count, out, scratch));
+    TRY(barrier_tokens(comm, a->deadline));
+    if (inplace) memcpy(a->recvbuf, whole, bytes);
+    return TUTTI_SUCCESS;
+  }
+  TRY(block_scratch(comm, a->esize, 0, &scratch, NULL));
   TRY(exchange_descs(comm, a, &d));
   size_t off, len;
   tutti__block_range(a->count, n, me, &off, &len);
-  TRY(reduce_block(comm, a, d, off, len, (char *)a->recvbuf + off * a->esize));
+  TRY(reduce_block(comm, a, d, off, len, (char *)a->recvbuf + off * a->esize, scratch));
   /* Every slice is final once its owner says so; only then is it read. */
   TRY(barrier_tokens(comm, a->deadline));
   for (int k = 1; k < n; k++) {
@@ -173,8 +202,10 @@ tutti_result_t tutti__cma_allreduce(struct tutti_comm *comm, const tutti_coll_ar
 
 tutti_result_t tutti__cma_reduce_scatter(struct tutti_comm *comm, const tutti_coll_args_t *a) {
   cma_desc_t *d;
+  char *scratch;
+  TRY(block_scratch(comm, a->esize, 0, &scratch, NULL));
   TRY(exchange_descs(comm, a, &d));
-  TRY(reduce_block(comm, a, d, (size_t)comm->rank * a->count, a->count, a->recvbuf));
+  TRY(reduce_block(comm, a, d, (size_t)comm->rank * a->count, a->count, a->recvbuf, scratch));
   return barrier_tokens(comm, a->deadline);
 }
 
