@@ -6,7 +6,9 @@
  *
  *   all-reduce:     rank r reduces slice r from every rank's input, folding ranks in rank
  *                   order (so the result does not depend on chunking, and is identical on all
- *                   ranks), then reads every other slice from its owner's output.
+ *                   ranks), then reads every other slice from its owner's output. Small
+ *                   vectors (tutti__cma_one_shot) are reduced whole by every rank instead,
+ *                   in the same order, which saves a round.
  *   reduce-scatter: the first half of that, each rank's slice into its own output.
  *   all-gather:     every rank reads every other rank's input into its output.
  *   broadcast:      the non-roots read the root's buffer.
