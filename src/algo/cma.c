@@ -6,7 +6,9 @@
  *
  *   all-reduce:     rank r reduces slice r from every rank's input, folding ranks in rank
  *                   order (so the result does not depend on chunking, and is identical on all
- *                   ranks), then reads every other slice from its owner's output.
+ *                   ranks), then reads every other slice from its owner's output. Small
+ *                   vectors (tutti__cma_one_shot) are reduced whole by every rank instead,
+ *                   in the same order, which saves a round.
  *   reduce-scatter: the first half of that, each rank's slice into its own output.
  *   all-gather:     every rank reads every other rank's input into its output.
  *   broadcast:      the non-roots read the root's buffer.
@@ -20,6 +22,7 @@
 
 #include "algo/algo.h"
 #include "algo/patterns.h"
+#include "algo/tuner.h"
 #include "kernels/kernels.h"
 
 /* Where a rank's buffers are, sent to its peers at the start of a call. */
@@ -91,42 +94,72 @@ static tutti_result_t barrier_tokens(struct tutti_comm *comm, int64_t deadline) 
   return all_exchange(comm, &token, comm->cma_tokens, sizeof token, deadline);
 }
 
+/* Elements per CMA chunk: one process_vm_readv lands in a buffer that stays in L2 (512 KiB
+ * a core here) until the reduction reads it back; larger calls pin pages in fewer, cheaper
+ * batches but push the landing buffer out of cache, smaller ones pay the per-call pinning. */
+static size_t cma_chunk_elems(const struct tutti_comm *comm, size_t es) {
+  size_t bytes = comm->cfg.chunk_bytes;
+  size_t c = bytes / es;
+  return c ? c : 1;
+}
+
+/* Scratch for reduce_block (three chunks) followed by `extra` bytes, at *extra_at. */
+static tutti_result_t block_scratch(struct tutti_comm *comm, size_t es, size_t extra,
+                                    char **scratch, char **extra_at) {
+  size_t blk = 3 * cma_chunk_elems(comm, es) * es;
+  void *p;
+  TRY(tutti__scratch(comm, blk + extra, &p));
+  *scratch = p;
+  if (extra_at) *extra_at = *scratch + blk;
+  return TUTTI_SUCCESS;
+}
+
 /* Reduces block [off, off + len) (elements) of every rank's send buffer into dst, folding in
- * rank order 0..n-1, chunk by chunk through scratch. */
+ * rank order 0..n-1, chunk by chunk. The first fold takes two inputs straight into dst
+ * (dst = x0 op x1), so no contribution is copied before it is combined; a peer's chunk is
+ * read into a scratch chunk first (two when both of the first two are peers). */
 static tutti_result_t reduce_block(struct tutti_comm *comm, const tutti_coll_args_t *a,
-                                   const cma_desc_t *d, size_t off, size_t len, char *dst) {
+                                   const cma_desc_t *d, size_t off, size_t len, char *dst,
+                                   char *scratch) {
   int n = comm->nranks, me = comm->rank;
   size_t es = a->esize;
-  size_t chunk = comm->cfg.chunk_bytes / es;
-  if (chunk == 0) chunk = 1;
-  char *tmp, *own;
-  void *scratch;
-  TRY(tutti__scratch(comm, 2 * chunk * es, &scratch));
-  tmp = scratch;
-  own = tmp + chunk * es;
+  size_t chunk = cma_chunk_elems(comm, es);
+  char *tmp[2], *own;
+  tmp[0] = scratch;
+  tmp[1] = tmp[0] + chunk * es;
+  own = tmp[1] + chunk * es;
   for (size_t c = 0; c < len; c += chunk) {
     size_t m = len - c < chunk ? len - c : chunk;
     size_t byte_off = (off + c) * es;
     char *out = dst + c * es;
-    /* In place, out is this rank's own input: keep it before out is written. */
     const char *mine = (const char *)a->sendbuf + byte_off;
-    if (mine == out) {
+    /* In place, out is this rank's own input: the first fold overwrites it, which is only
+     * safe when this rank's contribution is one of the first two. */
+    if (mine == out && me >= 2 && n > 2) {
       memcpy(own, mine, m * es);
       mine = own;
     }
-    for (int k = 0; k < n; k++) {
-      const char *x = mine;
-      if (k != me) {
-        /* The first contribution lands in out itself; later ones go through tmp. */
-        char *into = k == 0 ? out : tmp;
-        TRY(cma_read(comm, k, into, d[k].send + byte_off, m * es));
-        x = into;
-      }
-      if (k == 0) {
-        if (x != out) memcpy(out, x, m * es);
+    const char *x[2];
+    for (int k = 0; k < 2 && k < n; k++) {
+      if (k == me) {
+        x[k] = mine;
       } else {
-        tutti__reduce(out, out, x, m, a->dtype, a->op);
+        TRY(cma_read(comm, k, tmp[k], d[k].send + byte_off, m * es));
+        x[k] = tmp[k];
       }
+    }
+    if (n == 1) {
+      if (x[0] != out) memcpy(out, x[0], m * es);
+    } else {
+      tutti__reduce(out, x[0], x[1], m, a->dtype, a->op);
+    }
+    for (int k = 2; k < n; k++) {
+      const char *y = mine;
+      if (k != me) {
+        TRY(cma_read(comm, k, tmp[0], d[k].send + byte_off, m * es));
+        y = tmp[0];
+      }
+      tutti__reduce(out, out, y, m, a->dtype, a->op);
     }
     if (a->op == TUTTI_AVG) tutti__avg_finish(out, m, a->dtype, n);
   }
@@ -135,11 +168,29 @@ static tutti_result_t reduce_block(struct tutti_comm *comm, const tutti_coll_arg
 
 tutti_result_t tutti__cma_allreduce(struct tutti_comm *comm, const tutti_coll_args_t *a) {
   int n = comm->nranks, me = comm->rank;
+  size_t bytes = a->count * a->esize;
   cma_desc_t *d;
+  char *scratch, *whole;
+  if (tutti__cma_one_shot(n, bytes)) {
+    /* Small: every rank reduces the whole vector from every input, folding in rank order as
+     * the slices do, so the bits are the same either way. That saves the round between the
+     * two halves (a wake-up across cores, which costs more here than reading the whole
+     * vector). In place, peers still read this rank's input, so the result waits in
+     * scratch until they are done. */
+    int inplace = a->sendbuf == a->recvbuf;
+    TRY(block_scratch(comm, a->esize, inplace ? bytes : 0, &scratch, &whole));
+    TRY(exchange_descs(comm, a, &d));
+    char *out = inplace ? whole : a->recvbuf;
+    TRY(reduce_block(comm, a, d, 0, a->count, out, scratch));
+    TRY(barrier_tokens(comm, a->deadline));
+    if (inplace) memcpy(a->recvbuf, whole, bytes);
+    return TUTTI_SUCCESS;
+  }
+  TRY(block_scratch(comm, a->esize, 0, &scratch, NULL));
   TRY(exchange_descs(comm, a, &d));
   size_t off, len;
   tutti__block_range(a->count, n, me, &off, &len);
-  TRY(reduce_block(comm, a, d, off, len, (char *)a->recvbuf + off * a->esize));
+  TRY(reduce_block(comm, a, d, off, len, (char *)a->recvbuf + off * a->esize, scratch));
   /* Every slice is final once its owner says so; only then is it read. */
   TRY(barrier_tokens(comm, a->deadline));
   for (int k = 1; k < n; k++) {
@@ -153,8 +204,10 @@ tutti_result_t tutti__cma_allreduce(struct tutti_comm *comm, const tutti_coll_ar
 
 tutti_result_t tutti__cma_reduce_scatter(struct tutti_comm *comm, const tutti_coll_args_t *a) {
   cma_desc_t *d;
+  char *scratch;
+  TRY(block_scratch(comm, a->esize, 0, &scratch, NULL));
   TRY(exchange_descs(comm, a, &d));
-  TRY(reduce_block(comm, a, d, (size_t)comm->rank * a->count, a->count, a->recvbuf));
+  TRY(reduce_block(comm, a, d, (size_t)comm->rank * a->count, a->count, a->recvbuf, scratch));
   return barrier_tokens(comm, a->deadline);
 }
 

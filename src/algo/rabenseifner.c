@@ -26,10 +26,26 @@ static size_t voff(const vblocks_t *b, int v) {
   return off;
 }
 
-/* On return virtual block v of w holds the reduction over all ranks. tmp holds half of w. */
+/* The window virtual rank v keeps after the first halving step, in elements. */
+static void first_kept(const vblocks_t *b, int v, size_t *off, size_t *len) {
+  int half = b->p / 2, klo = (v & half) ? half : 0;
+  *off = voff(b, klo);
+  *len = voff(b, klo + half) - *off;
+}
+
+/*
+ * On return virtual block v holds the reduction over all ranks, at w + (voff(v) - wbase) * es.
+ * The first step reads src (all blocks, never written); every step's kept window is reduced
+ * into w, which holds the elements from wbase on: wbase 0 and w == src to work in place over
+ * the whole buffer, or wbase = first_kept's offset so that w need only hold that window.
+ * tmp holds first_kept's length.
+ */
 static tutti_result_t halving(struct tutti_comm *comm, const tutti_coll_args_t *a,
-                              const vblocks_t *b, int v, char *w, char *tmp) {
+                              const vblocks_t *b, int v, const char *src, char *w, size_t wbase,
+                              char *tmp) {
   size_t es = a->esize;
+  const char *cur = src; /* where the current window's data is, from element curbase on */
+  size_t curbase = 0;
   int lo = 0;
   for (int mask = b->p / 2; mask >= 1; mask >>= 1) {
     int pv = v ^ mask, peer = tutti__fold_rank(pv, b->rem), mid = lo + mask;
@@ -37,14 +53,18 @@ static tutti_result_t halving(struct tutti_comm *comm, const tutti_coll_args_t *
     int klo = upper ? mid : lo, slo = upper ? lo : mid;
     size_t ko = voff(b, klo), kl = voff(b, klo + mask) - ko;
     size_t so = voff(b, slo), sl = voff(b, slo + mask) - so;
-    TRY(tutti__sendrecv(comm, peer, w + so * es, sl * es, peer, tmp, kl * es, a->deadline));
+    TRY(tutti__sendrecv(comm, peer, cur + (so - curbase) * es, sl * es, peer, tmp, kl * es,
+                        a->deadline));
     if (kl) {
-      char *k = w + ko * es;
+      const char *k = cur + (ko - curbase) * es;
+      char *out = w + (ko - wbase) * es;
       if (upper)
-        tutti__reduce(k, tmp, k, kl, a->dtype, a->op);
+        tutti__reduce(out, tmp, k, kl, a->dtype, a->op);
       else
-        tutti__reduce(k, k, tmp, kl, a->dtype, a->op);
+        tutti__reduce(out, k, tmp, kl, a->dtype, a->op);
     }
+    cur = w;
+    curbase = wbase;
     lo = klo;
   }
   return TUTTI_SUCCESS;
@@ -77,7 +97,7 @@ tutti_result_t tutti__rab_allreduce(struct tutti_comm *comm, const tutti_coll_ar
   TRY(tutti__fold_in(comm, a, w, w, a->count, tmp, rem));
   if (v >= 0) {
     vblocks_t b = {a->count, p, rem, 0};
-    TRY(halving(comm, a, &b, v, w, tmp));
+    TRY(halving(comm, a, &b, v, w, w, 0, tmp));
     if (a->op == TUTTI_AVG) {
       size_t o = voff(&b, v);
       tutti__avg_finish(w + o * es, voff(&b, v + 1) - o, a->dtype, n);
@@ -89,9 +109,13 @@ tutti_result_t tutti__rab_allreduce(struct tutti_comm *comm, const tutti_coll_ar
 
 /*
  * sendbuf holds n blocks of count elements and is never written (in place, recvbuf is its
- * block r, written last). The reduction runs in scratch; after halving, virtual rank v holds
- * the real blocks of the one or two ranks it stands for and hands the lower one to the rank
- * that sat out.
+ * block r, written last). The first halving step reads sendbuf itself and every later one
+ * works in scratch that holds only the half kept after it, so scratch is the input's size
+ * (two halves: the kept window and the received one) instead of twice it plus a copy. A rank
+ * that absorbs a folded partner first receives the partner's input and combines it with its
+ * own in that same memory (one input's size more). After halving, virtual rank v holds the
+ * real blocks of the one or two ranks it stands for and hands the lower one to the rank that
+ * sat out.
  */
 tutti_result_t tutti__rab_reduce_scatter(struct tutti_comm *comm, const tutti_coll_args_t *a) {
   int n = comm->nranks, r = comm->rank;
@@ -102,22 +126,35 @@ tutti_result_t tutti__rab_reduce_scatter(struct tutti_comm *comm, const tutti_co
     return TUTTI_SUCCESS;
   }
   int p = tutti__pow2_floor(n), rem = n - p, v = tutti__fold_vrank(r, rem);
-  char *w, *tmp;
-  TRY(tutti__scratch(comm, 2 * total, (void **)&w));
-  tmp = w + total;
   if (v < 0) { /* sits out: hand over the input, get this rank's block back */
-    TRY(tutti__fold_in(comm, a, (char *)in, in, a->count * (size_t)n, tmp, rem));
+    TRY(tutti__fold_in(comm, a, (char *)in, in, a->count * (size_t)n, NULL, rem));
     return tutti__fold_out(comm, a, a->recvbuf, bytes, rem);
   }
-  if (r < 2 * rem)
-    TRY(tutti__fold_in(comm, a, w, in, a->count * (size_t)n, tmp, rem));
-  else
-    memcpy(w, in, total);
   vblocks_t b = {a->count, p, rem, 1};
-  TRY(halving(comm, a, &b, v, w, tmp));
+  size_t ko, kl;
+  first_kept(&b, v, &ko, &kl);
+  int folds = r < 2 * rem;
+  char *scratch, *w, *tmp;
+  size_t wbase;
+  TRY(tutti__scratch(comm, (folds ? total : 2 * kl * es) + (folds ? kl * es : 0),
+                     (void **)&scratch));
+  if (folds) {
+    /* The partner's input lands in scratch and is combined there, lower rank first; halving
+     * then works in place over it. */
+    TRY(tutti__fold_in(comm, a, scratch, in, a->count * (size_t)n, scratch, rem));
+    in = scratch;
+    w = scratch;
+    wbase = 0;
+    tmp = scratch + total;
+  } else {
+    w = scratch;
+    wbase = ko;
+    tmp = scratch + kl * es;
+  }
+  TRY(halving(comm, a, &b, v, in, w, wbase, tmp));
   int first = tutti__fold_first(v, rem);
   size_t nb = (size_t)(tutti__fold_first(v + 1, rem) - first);
-  char *mine = w + (size_t)first * bytes;
+  char *mine = w + ((size_t)first * a->count - wbase) * es;
   if (a->op == TUTTI_AVG) tutti__avg_finish(mine, nb * a->count, a->dtype, n);
   if (nb == 2) {
     TRY(tutti__fold_out(comm, a, mine, bytes, rem));

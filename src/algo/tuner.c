@@ -135,9 +135,8 @@ double tutti__cost_rab(const tutti_tune_query_t *q, const tutti_cost_params_t *c
   case TUTTI_COLL_ALLREDUCE:
     return 2 * lg * c->alpha + 2 * part * c->beta_copy + part * c->beta_reduce +
            fold_cost(q, c, m);
-  case TUTTI_COLL_REDUCE_SCATTER: /* plus copying the input into scratch */
-    return lg * c->alpha + part * (c->beta_copy + c->beta_reduce) + m * c->beta_copy +
-           fold_cost(q, c, m / n);
+  case TUTTI_COLL_REDUCE_SCATTER: /* the first step reads the input itself: no copy */
+    return lg * c->alpha + part * (c->beta_copy + c->beta_reduce) + fold_cost(q, c, m / n);
   default: return -1;
   }
 }
@@ -209,7 +208,10 @@ double tutti__cost_cma(const tutti_tune_query_t *q, const tutti_cost_params_t *c
   double n = q->nranks, m = (double)q->bytes, part = (n - 1) / n * m;
   if (!q->cma || q->nranks == 1) return -1;
   switch (q->coll) {
-  case TUTTI_COLL_ALLREDUCE: /* addresses, slices done, reads done */
+  case TUTTI_COLL_ALLREDUCE:
+    if (tutti__cma_one_shot(q->nranks, q->bytes)) /* addresses, reads done; all of it */
+      return 2 * (n - 1) * c->alpha + (n - 1) * m * (BETA_CMA + c->beta_reduce);
+    /* addresses, slices done, reads done */
     return 3 * (n - 1) * c->alpha + 2 * part * BETA_CMA + part * c->beta_reduce;
   case TUTTI_COLL_REDUCE_SCATTER:
     return 2 * (n - 1) * c->alpha + part * (BETA_CMA + c->beta_reduce);

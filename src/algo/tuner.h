@@ -68,4 +68,11 @@ double tutti__cost_tree(const tutti_tune_query_t *q, const tutti_cost_params_t *
 double tutti__cost_oneshot(const tutti_tune_query_t *q, const tutti_cost_params_t *c);
 double tutti__cost_cma(const tutti_tune_query_t *q, const tutti_cost_params_t *c);
 
+/* The CMA all-reduce reads every peer's whole input (one-shot, one round fewer) while the
+ * bytes it reads from peers stay under this; above, each rank reduces a slice. */
+#define TUTTI_CMA_ONE_SHOT_BYTES ((size_t)128 << 10)
+static inline int tutti__cma_one_shot(int nranks, size_t bytes) {
+  return (size_t)(nranks - 1) * bytes <= TUTTI_CMA_ONE_SHOT_BYTES;
+}
+
 #endif

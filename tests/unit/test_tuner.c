@@ -43,6 +43,10 @@ TEST(model_matches_the_formulas) {
     ASSERT(close_to(tutti__tune_predict(algo("recursive_doubling"), &q), rd));
     double rab = 2 * 2 * c->alpha + 2 * 0.75 * m * c->beta_copy + 0.75 * m * c->beta_reduce;
     ASSERT(close_to(tutti__tune_predict(algo("rabenseifner"), &q), rab));
+    /* Rabenseifner's reduce-scatter halves straight from the input: no copy of it. */
+    tutti_tune_query_t rs = query(TUTTI_COLL_REDUCE_SCATTER, (size_t)m, 4, tcp);
+    ASSERT(close_to(tutti__tune_predict(algo("rabenseifner"), &rs),
+                    2 * c->alpha + 0.75 * m * (c->beta_copy + c->beta_reduce)));
     /* n = 5 adds the fold: the vector there and back, and one reduction. */
     q.nranks = 5;
     double fold = 2 * c->alpha + 2 * m * c->beta_copy + m * c->beta_reduce;
