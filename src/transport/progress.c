@@ -352,7 +352,7 @@ tutti_result_t tutti__wait_slice(struct tutti_comm *comm, tutti_xfer_t *op, int6
       /* The scheduler may have put the peer on this very core; a periodic yield lets it run
        * within microseconds instead of after the whole spin. It is a cheap no-op when the
        * core has nothing else to run. */
-      if ((idle & 255) == 0) sched_yield();
+      if ((idle & 63) == 0) sched_yield();
       cpu_relax();
       continue;
     }
