@@ -5,14 +5,17 @@
  * costs each rank one write and one read per peer, with no hand-off through a queue and no
  * per-message framing, so an 8-byte all-reduce is a cache-line exchange.
  *
- * Reuse without acknowledgements: each rank has two mailboxes and one-shot call m uses
- * mailbox m mod 2. A rank starting call m first makes sure every peer has posted call m-1
- * (tutti__mbox_begin); a peer that posted m-1 has finished reading m-2, which is what this
- * rank's mailbox held. Calls where a rank reads every peer (all-reduce, all-gather) establish
- * that for free; a broadcast root checks it at its next call.
+ * Reuse without acknowledgements: each rank has MBOX_DEPTH mailboxes and one-shot call m
+ * uses mailbox m mod MBOX_DEPTH. A rank starting call m first makes sure every peer has posted
+ * call m - (MBOX_DEPTH - 1) (tutti__mbox_begin); a peer that posted it has finished reading
+ * m - MBOX_DEPTH, which is what this rank's mailbox held. Calls where a rank reads every peer
+ * (all-reduce, all-gather) establish that for free; a broadcast root or a reduce's leaves may
+ * run up to MBOX_DEPTH - 1 calls ahead, which amortises the scheduler's round trips when
+ * ranks outnumber cores.
  *
- * The same check verifies every peer's header for call m-1, so ranks that disagree on a call
- * fail at the latest on the next one, even where no rank read the other's payload (two ranks
+ * Every rank checks every peer's header of every call it can still see (the mailboxes a peer
+ * has not replaced), when reading it or at its next calls, so ranks that disagree on a call
+ * fail at the latest a call later, even where no rank read the other's payload (two ranks
  * that both believe they are a broadcast's root).
  */
 #include <errno.h>
@@ -157,15 +160,32 @@ static tutti_result_t check_header(shm_transport_t *s, int li, const shm_mbox_t 
                       msg);
 }
 
+/* Checks local rank li's headers of the calls after the last checked one, up to upto, that
+ * it has posted and not yet replaced, against this rank's own (still in its mailboxes: no
+ * rank runs MBOX_DEPTH calls ahead of another). Calls a peer already replaced were read by
+ * this rank in place or checked by another reader; calls not yet posted wait for later. */
+static tutti_result_t check_since(shm_transport_t *s, int li, uint32_t upto) {
+  for (uint32_t c = s->mseen[li] + 1; reached(upto, c); c++) {
+    const shm_mbox_t *b = mbox_of(s, li, c);
+    uint32_t r = atomic_load_explicit(&b->ready, memory_order_acquire);
+    if (!reached(r, c)) break;
+    if (r == c) TRY(check_header(s, li, b, &mbox_of(s, s->me, c)->hdr));
+    s->mseen[li] = c;
+  }
+  return TUTTI_SUCCESS;
+}
+
 tutti_result_t tutti__mbox_begin(struct tutti_comm *comm, int64_t deadline) {
   shm_transport_t *s = mbox_transport(comm);
-  uint32_t prev = s->mseq++;
-  if (!prev) return TUTTI_SUCCESS;
+  uint32_t call = ++s->mseq;
   for (int li = 0; li < s->nlocal; li++) {
-    if (li == s->me || reached(s->mseen[li], prev)) continue;
-    TRY(wait_posted(s, li, prev, deadline));
-    TRY(check_header(s, li, mbox_of(s, li, prev), &s->mhdr));
-    s->mseen[li] = prev;
+    if (li == s->me) continue;
+    /* This call replaces call - MBOX_DEPTH in this rank's mailbox: every peer must have
+     * finished that one, which it has once it posted a later call. */
+    if (call > MBOX_DEPTH - 1 && !reached(s->mseen[li], call - (MBOX_DEPTH - 1))) {
+      TRY(wait_posted(s, li, call - (MBOX_DEPTH - 1), deadline));
+    }
+    TRY(check_since(s, li, call - 1));
   }
   return TUTTI_SUCCESS;
 }
@@ -198,8 +218,7 @@ tutti_result_t tutti__mbox_get(struct tutti_comm *comm, int peer, int64_t deadli
   shm_mbox_t *b = mbox_of(s, li, s->mseq);
   if (li != s->me) {
     TRY(wait_posted(s, li, s->mseq, deadline));
-    TRY(check_header(s, li, b, &s->mhdr));
-    s->mseen[li] = s->mseq;
+    TRY(check_since(s, li, s->mseq));
   }
   *data = b->data;
   return TUTTI_SUCCESS;
@@ -210,7 +229,7 @@ tutti_result_t tutti__mbox_conflict(struct tutti_comm *comm) {
   /* Only inside a collective: point-to-point calls keep the last collective's number. */
   if (!s || comm->call_seq != comm->seq) return TUTTI_SUCCESS;
   for (int li = 0; li < s->nlocal; li++)
-    for (uint32_t k = 0; k < 2 && li != s->me; k++) {
+    for (uint32_t k = 0; k < MBOX_DEPTH && li != s->me; k++) {
       const shm_mbox_t *b = mbox_of(s, li, k);
       if (!atomic_load_explicit(&b->ready, memory_order_acquire) ||
           b->hdr.magic != TUTTI_MSG_MAGIC || b->hdr.seq != comm->seq)

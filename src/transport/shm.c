@@ -318,7 +318,7 @@ static void prefault(shm_transport_t *s) {
     madvise(s->data + pair(s, s->me, j) * s->qbytes, s->qbytes, MADV_POPULATE_WRITE);
     madvise(s->data + pair(s, j, s->me) * s->qbytes, s->qbytes, MADV_POPULATE_WRITE);
   }
-  madvise(s->mboxes, (size_t)s->nlocal * 2 * MBOX_STRIDE, MADV_POPULATE_WRITE);
+  madvise(s->mboxes, (size_t)s->nlocal * MBOX_DEPTH * MBOX_STRIDE, MADV_POPULATE_WRITE);
 }
 
 /* Waits until every local rank's CMA state is at least state. */
@@ -375,7 +375,7 @@ tutti_result_t tutti__shm_create(struct tutti_comm *comm, tutti_transport_t **ou
   s->nlocal = comm->nlocal;
   s->me = comm->peers[comm->rank].local_index;
   s->qbytes = comm->cfg.shm_queue_bytes;
-  s->seg_bytes = mbox_offset(s->nlocal, s->qbytes) + (size_t)s->nlocal * 2 * MBOX_STRIDE;
+  s->seg_bytes = mbox_offset(s->nlocal, s->qbytes) + (size_t)s->nlocal * MBOX_DEPTH * MBOX_STRIDE;
   s->pidfd = malloc((size_t)s->nlocal * sizeof *s->pidfd);
   s->global = malloc((size_t)s->nlocal * sizeof *s->global);
   s->mseen = calloc((size_t)s->nlocal, sizeof *s->mseen);

@@ -49,10 +49,12 @@ typedef struct shm_ring {
 
 /*
  * A one-shot mailbox: the payload a rank offers its peers for one small collective, read in
- * place by every peer (one copy in, none through a queue). Each rank has two, used by
- * alternate one-shot calls: a rank may run one call ahead of a peer, never two (mbox.c).
+ * place by every peer (one copy in, none through a queue). Each rank has MBOX_DEPTH, used by
+ * successive one-shot calls in turn: a rank may run up to MBOX_DEPTH - 1 calls ahead of a
+ * peer (mbox.c).
  */
 #define MBOX_BYTES TUTTI_MBOX_BYTES
+#define MBOX_DEPTH 8u
 typedef struct shm_mbox {
   _Alignas(CACHELINE) _Atomic uint32_t ready; /* the one-shot call whose payload this is */
   uint32_t pad;
@@ -75,7 +77,7 @@ typedef struct shm_transport {
   int *pidfd;  /* per local index; -1 where pidfd_open is refused */
   int *global; /* global rank of each local index */
   uint64_t probe_word; /* what the other ranks read to prove they can (CMA check) */
-  char *mboxes;        /* 2 per local rank, MBOX_STRIDE apart */
+  char *mboxes;        /* MBOX_DEPTH per local rank, MBOX_STRIDE apart */
   uint32_t mseq;       /* one-shot calls started */
   uint32_t *mseen;     /* per local index: the last one-shot call whose header was checked */
   tutti_msg_hdr_t mhdr; /* this rank's header of its current (or last) one-shot call */
@@ -95,7 +97,7 @@ static inline size_t mbox_offset(int n, size_t qbytes) {
   return data_offset(n) + (size_t)n * (size_t)n * qbytes;
 }
 static inline shm_mbox_t *mbox_of(const shm_transport_t *s, int li, uint32_t call) {
-  return (shm_mbox_t *)(s->mboxes + ((size_t)li * 2 + (call & 1)) * MBOX_STRIDE);
+  return (shm_mbox_t *)(s->mboxes + ((size_t)li * MBOX_DEPTH + call % MBOX_DEPTH) * MBOX_STRIDE);
 }
 
 static inline size_t pair(const shm_transport_t *s, int from, int to) {
