@@ -172,6 +172,18 @@ static int runs(const tutti_algo_t *algo, const tutti_tune_query_t *q) {
  * a rank needs from a peer moves once, by the kernel, straight from the peer's buffer. Reads
  * are charged as one copy at memcpy-like speed, which is what the kernel does. */
 #define BETA_CMA (1.0 / 6.0e9)
+/* The copy collectives pay for the kernel's copy alone, and that loses to the shm transport's
+ * pipelined user-space copies: the kernel copies with rep movsb and walks the peer's page
+ * tables page by page (perf: _copy_to_iter 44%, follow_page_pte 10%), 4-5 GB/s at 16-64 MiB
+ * and 13 GB/s at 1 MiB against memcpy's 12-19 (AVX-512) on one core, while the ring and the
+ * chain keep both cores copying at memcpy speed. Measured alternately on the development
+ * machine, n = 2, busbw in place, 64 KiB / 1 MiB / 16 MiB / 64 MiB:
+ *   broadcast   cma 8.7 / 11.8 / 4.5 / 4.3, chain 20 / 22 / 13.6 / 8.8
+ *   all-gather  cma 3.7 / 10.0 / 6.8 / 5.2, ring 8.9 / 12.6 / 5.5 / 7.1
+ * and at n = 4 the ring and chain won at every size too. So single-copy reads are charged
+ * this many times the transport's own per-byte cost, which keeps them off the copy
+ * collectives wherever the ring can run (TUTTI_ALGO=cma still forces them). */
+#define CMA_COPY_SLOWDOWN 2.5
 
 double tutti__cost_cma(const tutti_tune_query_t *q, const tutti_cost_params_t *c) {
   double n = q->nranks, m = (double)q->bytes, part = (n - 1) / n * m;
@@ -181,8 +193,11 @@ double tutti__cost_cma(const tutti_tune_query_t *q, const tutti_cost_params_t *c
     return 3 * (n - 1) * c->alpha + 2 * part * BETA_CMA + part * c->beta_reduce;
   case TUTTI_COLL_REDUCE_SCATTER:
     return 2 * (n - 1) * c->alpha + part * (BETA_CMA + c->beta_reduce);
-  case TUTTI_COLL_ALLGATHER: return 2 * (n - 1) * c->alpha + part * BETA_CMA;
-  case TUTTI_COLL_BROADCAST: return 2 * c->alpha + m * BETA_CMA;
+  case TUTTI_COLL_ALLGATHER: return 2 * (n - 1) * c->alpha + part * CMA_COPY_SLOWDOWN * c->beta_copy;
+  case TUTTI_COLL_BROADCAST: /* every receiver's read copies all of m from the root's pages,
+                              * and at n = 4 on 2 cores they do not all run at once (measured:
+                              * 64 KiB cma 45 us, chain 11-13 us after warm-up) */
+    return 2 * c->alpha + (n - 1) * m * CMA_COPY_SLOWDOWN * c->beta_copy;
   default: return -1;
   }
 }
