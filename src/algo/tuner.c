@@ -203,6 +203,30 @@ double tutti__cost_oneshot(const tutti_tune_query_t *q, const tutti_cost_params_
  * a rank needs from a peer moves once, by the kernel, straight from the peer's buffer. Reads
  * are charged as one copy at memcpy-like speed, which is what the kernel does. */
 #define BETA_CMA (1.0 / 6.0e9)
+/* The copy collectives pay for the kernel's copy alone, and that loses to the shm transport's
+ * pipelined user-space copies: the kernel copies with rep movsb and walks the peer's page
+ * tables page by page (perf: _copy_to_iter 44%, follow_page_pte 10%), 4-5 GB/s at 16-64 MiB
+ * and 13 GB/s at 1 MiB against memcpy's 12-19 (AVX-512) on one core, while the ring and the
+ * chain keep both cores copying at memcpy speed. Measured alternately on the development
+ * machine, n = 2, busbw in place, 64 KiB / 1 MiB / 16 MiB / 64 MiB:
+ *   all-gather  cma 3.7 / 10.0 / 6.8 / 5.2, ring 8.9 / 12.6 / 5.5 / 7.1
+ * and at n = 4 the ring won from 1 MiB. So single-copy reads of
+ * large blocks are charged this many times the transport's own per-byte cost, which gives
+ * the large copy collectives to the ring and chain (TUTTI_ALGO=cma still forces cma)... */
+#define CMA_COPY_SLOWDOWN 2.5
+/* ... from reads of this many bytes on. Below it the reads stay in cache, the page walk is
+ * short, and all-gather's two rounds of tokens beat the ring's n-1 hand-offs, which cost a
+ * scheduler wake each when the machine is busy (alternating runs, busbw out of place, 64 KiB:
+ * cma 0.82 / ring 0.05 GB/s at n = 2, 0.32 / 0.024 at n = 4; 1 MiB at n = 4, 256 KiB reads:
+ * cma 0.97 / ring 2.16). Broadcast's chain moves one message at n = 2 and won at 64 KiB. */
+#define CMA_COPY_SLOW_FROM (256.0 * 1024)
+/* Broadcast splits each receiver's copy between the root's writes and the receiver's reads
+ * (cma_copy.c), so both cores copy at once: alternating runs, n = 2, busbw out of place,
+ * 64 KiB / 1 MiB / 16 MiB / 64 MiB, medians of 3: cma 7.1 / 13.4 / 7.1 / 6.6 GB/s, chain
+ * 0.19 / 7.4 / 2.8 / 2.9. With more receivers than cores they take turns, hence n - 1 times
+ * this per byte: at n = 4 the chain won from 1 MiB (cma 2.2 / 2.0 / 1.4, chain 3.5 / 2.2 /
+ * 1.9), cma at 64 KiB (0.59 / 0.095). */
+#define CMA_BCAST_RATIO 0.45
 
 double tutti__cost_cma(const tutti_tune_query_t *q, const tutti_cost_params_t *c) {
   double n = q->nranks, m = (double)q->bytes, part = (n - 1) / n * m;
@@ -215,8 +239,13 @@ double tutti__cost_cma(const tutti_tune_query_t *q, const tutti_cost_params_t *c
     return 3 * (n - 1) * c->alpha + 2 * part * BETA_CMA + part * c->beta_reduce;
   case TUTTI_COLL_REDUCE_SCATTER:
     return 2 * (n - 1) * c->alpha + part * (BETA_CMA + c->beta_reduce);
-  case TUTTI_COLL_ALLGATHER: return 2 * (n - 1) * c->alpha + part * BETA_CMA;
-  case TUTTI_COLL_BROADCAST: return 2 * c->alpha + m * BETA_CMA;
+  case TUTTI_COLL_ALLGATHER: { /* small blocks: 2 rounds of tokens beat n-1 ring hand-offs */
+    double beta = m / n >= CMA_COPY_SLOW_FROM ? CMA_COPY_SLOWDOWN * c->beta_copy : BETA_CMA;
+    return 2 * (n - 1) * c->alpha + part * beta;
+  }
+  case TUTTI_COLL_BROADCAST: /* every receiver's bytes are copied by the kernel, split
+                              * between the root (writes) and the receiver (reads) */
+    return 2 * c->alpha + (n - 1) * m * CMA_BCAST_RATIO * c->beta_copy;
   default: return -1;
   }
 }

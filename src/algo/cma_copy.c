@@ -1,0 +1,110 @@
+/*
+ * Single-copy all-gather and broadcast for ranks of one host (cma.h): the data moves once,
+ * straight from the buffer of the rank that has it into the buffer of the rank that needs it.
+ *
+ *   all-gather: every rank reads every other rank's input into its output.
+ *   broadcast:  the non-roots read the root's buffer while the root writes a share of every
+ *               receiver's output (process_vm_writev), so that every rank copies and none
+ *               idles.
+ *
+ * A rank returns only when no peer will read its buffers any more (a final token from each
+ * reader), since the user may reuse them at once.
+ */
+#include <string.h>
+
+#include "algo/cma.h"
+#include "algo/patterns.h"
+
+tutti_result_t tutti__cma_allgather(struct tutti_comm *comm, const tutti_coll_args_t *a) {
+  int n = comm->nranks, me = comm->rank;
+  size_t bytes = a->count * a->esize;
+  cma_desc_t *d;
+  TRY(tutti__cma_exchange_descs(comm, a, &d));
+  char *out = a->recvbuf;
+  if (a->sendbuf != out + (size_t)me * bytes) memcpy(out + (size_t)me * bytes, a->sendbuf, bytes);
+  for (int k = 1; k < n; k++) {
+    int from = tutti__mod(me + k, n);
+    TRY(tutti__cma_read(comm, from, out + (size_t)from * bytes, d[from].send, bytes));
+  }
+  return tutti__cma_barrier_tokens(comm, a->deadline);
+}
+
+/* What the root of a broadcast tells each receiver: where to read, and how many leading bytes
+ * the root writes into the receiver's buffer itself (the receiver reads the rest). */
+typedef struct {
+  uint64_t src;
+  uint64_t share;
+} bcast_desc_t;
+
+/* Bytes of each receiver's buffer the root copies itself, so that the root and the receivers
+ * finish together. In place every rank copies (n-1)/n of a buffer: the root 1/n of the whole
+ * into each receiver. Out of place the root also copies the whole buffer into its own output,
+ * but with memcpy, about 3x the kernel's copy speed here (tuner.c), which leaves time for
+ * s = 2/3 m / n into each: m/3 + (n-1) s = m - s. Whole pages, so that no page is pinned by
+ * both sides, and none below a page each, where the extra token costs more than it saves. */
+static size_t root_share(const tutti_coll_args_t *a, size_t bytes, int n) {
+  size_t s = a->sendbuf == a->recvbuf ? bytes / (size_t)n : bytes / 3 * 2 / (size_t)n;
+  return s & ~(size_t)4095;
+}
+
+static tutti_result_t bcast_root(struct tutti_comm *comm, const tutti_coll_args_t *a,
+                                 size_t bytes) {
+  int n = comm->nranks, me = comm->rank;
+  tutti_xfer_t *ops = comm->cma_ops;
+  cma_desc_t *peer = comm->cma_descs; /* each receiver's output address, in .recv */
+  uint64_t token = comm->seq;
+  bcast_desc_t mine = {(uint64_t)(uintptr_t)a->sendbuf, root_share(a, bytes, n)};
+  for (int k = 1; k < n; k++) {
+    int to = tutti__mod(me + k, n);
+    TRY(tutti__irecv(comm, &ops[2 * k], to, &peer[to], sizeof peer[to]));
+    TRY(tutti__isend(comm, &ops[2 * k + 1], to, &mine, sizeof mine));
+  }
+  if (a->sendbuf != a->recvbuf) memcpy(a->recvbuf, a->sendbuf, bytes);
+  for (int k = 1; k < n; k++) {
+    int to = tutti__mod(me + k, n);
+    TRY(tutti__wait(comm, &ops[2 * k], a->deadline));
+    TRY(tutti__wait(comm, &ops[2 * k + 1], a->deadline));
+    if (mine.share) {
+      TRY(tutti__cma_write(comm, to, peer[to].recv, a->sendbuf, mine.share));
+      TRY(tutti__isend(comm, &ops[2 * k + 1], to, &token, sizeof token));
+    }
+    TRY(tutti__irecv(comm, &ops[2 * k], to, &comm->cma_tokens[to], sizeof token));
+  }
+  /* The root's buffer is read until every receiver says it is done. */
+  for (int k = 1; k < n; k++) {
+    if (mine.share) TRY(tutti__wait(comm, &ops[2 * k + 1], a->deadline));
+    TRY(tutti__wait(comm, &ops[2 * k], a->deadline));
+  }
+  return TUTTI_SUCCESS;
+}
+
+static tutti_result_t bcast_receiver(struct tutti_comm *comm, const tutti_coll_args_t *a,
+                                     size_t bytes) {
+  int root = a->root;
+  tutti_xfer_t *ops = comm->cma_ops;
+  uint64_t token = comm->seq, written;
+  cma_desc_t mine = {0, (uint64_t)(uintptr_t)a->recvbuf};
+  bcast_desc_t rd;
+  TRY(tutti__isend(comm, &ops[0], root, &mine, sizeof mine));
+  TRY(tutti__irecv(comm, &ops[1], root, &rd, sizeof rd));
+  TRY(tutti__wait(comm, &ops[1], a->deadline));
+  if (rd.share > bytes) {
+    char who[128];
+    tutti__peer_desc(comm, root, who, sizeof who);
+    return tutti__error(comm, TUTTI_ERR_INTERNAL, "broadcast: root %s claims %llu of %zu "
+                        "bytes", who, (unsigned long long)rd.share, bytes);
+  }
+  /* The root writes the first rd.share bytes meanwhile. */
+  TRY(tutti__cma_read(comm, root, (char *)a->recvbuf + rd.share, rd.src + rd.share,
+                      bytes - rd.share));
+  TRY(tutti__wait(comm, &ops[0], a->deadline));
+  TRY(tutti__isend(comm, &ops[0], root, &token, sizeof token));
+  /* The output is complete, and no longer written by the root, once it says so. */
+  if (rd.share) TRY(tutti__recv(comm, root, &written, sizeof written, a->deadline));
+  return tutti__wait(comm, &ops[0], a->deadline);
+}
+
+tutti_result_t tutti__cma_broadcast(struct tutti_comm *comm, const tutti_coll_args_t *a) {
+  size_t bytes = a->count * a->esize;
+  return comm->rank == a->root ? bcast_root(comm, a, bytes) : bcast_receiver(comm, a, bytes);
+}

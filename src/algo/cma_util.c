@@ -1,0 +1,80 @@
+/* The transfers and small exchanges the single-copy algorithms share (cma.h). */
+#include <errno.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include "algo/cma.h"
+#include "algo/patterns.h"
+
+/* Moves len bytes between local and addr in peer's memory, in either direction. */
+static tutti_result_t cma_xfer(struct tutti_comm *comm, int peer, char *local, uint64_t addr,
+                               size_t len, int write) {
+  while (len) {
+    struct iovec l = {local, len};
+    struct iovec r = {(void *)(uintptr_t)addr, len};
+    pid_t pid = comm->peers[peer].pid;
+    ssize_t n = write ? process_vm_writev(pid, &l, 1, &r, 1, 0)
+                      : process_vm_readv(pid, &l, 1, &r, 1, 0);
+    if (n <= 0) {
+      char who[128];
+      int e = n < 0 ? errno : EFAULT;
+      /* A peer that is gone may have left because another rank failed first and told
+       * everyone: that failure, published through the transport, is the one to report. */
+      if (comm->shm) TRY(comm->shm->ops->block(comm->shm, NULL, 0, 0));
+      tutti__peer_desc(comm, peer, who, sizeof who);
+      if (e == ESRCH) {
+        if (!comm->culprit) comm->culprit = peer + 1;
+        return tutti__error(comm, TUTTI_ERR_REMOTE, "%s died during the collective (its "
+                            "buffer cannot be %s any more)", who, write ? "written" : "read");
+      }
+      return tutti__error(comm, TUTTI_ERR_SYSTEM, "cannot %s %zu bytes of %s's buffer: %s",
+                          write ? "write" : "read", len, who, strerror(e));
+    }
+    local += n;
+    addr += (uint64_t)n;
+    len -= (size_t)n;
+  }
+  return TUTTI_SUCCESS;
+}
+
+tutti_result_t tutti__cma_read(struct tutti_comm *comm, int peer, void *dst, uint64_t addr,
+                               size_t len) {
+  return cma_xfer(comm, peer, dst, addr, len, 0);
+}
+
+tutti_result_t tutti__cma_write(struct tutti_comm *comm, int peer, uint64_t addr,
+                                const void *src, size_t len) {
+  /* process_vm_writev only reads the local side; the iovec type is not const. */
+  return cma_xfer(comm, peer, (char *)(uintptr_t)src, addr, len, 1);
+}
+
+tutti_result_t tutti__cma_all_exchange(struct tutti_comm *comm, const void *mine, void *theirs,
+                                       size_t len, int64_t deadline) {
+  int n = comm->nranks, me = comm->rank;
+  tutti_xfer_t *ops = comm->cma_ops;
+  for (int k = 1; k < n; k++) {
+    int from = tutti__mod(me - k, n);
+    TRY(tutti__irecv(comm, &ops[2 * k], from, (char *)theirs + (size_t)from * len, len));
+  }
+  for (int k = 1; k < n; k++)
+    TRY(tutti__isend(comm, &ops[2 * k + 1], tutti__mod(me + k, n), mine, len));
+  for (int k = 1; k < n; k++) {
+    TRY(tutti__wait(comm, &ops[2 * k], deadline));
+    TRY(tutti__wait(comm, &ops[2 * k + 1], deadline));
+  }
+  return TUTTI_SUCCESS;
+}
+
+tutti_result_t tutti__cma_exchange_descs(struct tutti_comm *comm, const tutti_coll_args_t *a,
+                                         cma_desc_t **descs) {
+  cma_desc_t *d = comm->cma_descs;
+  d[comm->rank] = (cma_desc_t){(uint64_t)(uintptr_t)a->sendbuf, (uint64_t)(uintptr_t)a->recvbuf};
+  TRY(tutti__cma_all_exchange(comm, &d[comm->rank], d, sizeof *d, a->deadline));
+  *descs = d;
+  return TUTTI_SUCCESS;
+}
+
+tutti_result_t tutti__cma_barrier_tokens(struct tutti_comm *comm, int64_t deadline) {
+  uint64_t token = comm->seq;
+  return tutti__cma_all_exchange(comm, &token, comm->cma_tokens, sizeof token, deadline);
+}
