@@ -14,9 +14,10 @@
  * ranks outnumber cores.
  *
  * Every rank checks every peer's header of every call it can still see (the mailboxes a peer
- * has not replaced), when reading it or at its next calls, so ranks that disagree on a call
- * fail at the latest a call later, even where no rank read the other's payload (two ranks
- * that both believe they are a broadcast's root).
+ * has not replaced) when it reads from that peer, or when it must wait for the peer before
+ * reusing a mailbox, so ranks that disagree on a call fail within MBOX_DEPTH calls, at the
+ * first call that reads, even where no rank read the other's payload (two ranks that both
+ * believe they are a broadcast's root).
  */
 #include <errno.h>
 #include <limits.h>
@@ -166,10 +167,18 @@ static tutti_result_t check_header(shm_transport_t *s, int li, const shm_mbox_t 
  * this rank in place or checked by another reader; calls not yet posted wait for later. */
 static tutti_result_t check_since(shm_transport_t *s, int li, uint32_t upto) {
   for (uint32_t c = s->mseen[li] + 1; reached(upto, c); c++) {
-    const shm_mbox_t *b = mbox_of(s, li, c);
+    shm_mbox_t *b = mbox_of(s, li, c);
     uint32_t r = atomic_load_explicit(&b->ready, memory_order_acquire);
     if (!reached(r, c)) break;
-    if (r == c) TRY(check_header(s, li, b, &mbox_of(s, s->me, c)->hdr));
+    /* The peer may be rewriting an old mailbox while this rank reads it: a seqlock read
+     * (the header counts only if no newer call started writing meanwhile). */
+    shm_mbox_t got;
+    memcpy(&got.hdr, &b->hdr, sizeof got.hdr);
+    atomic_thread_fence(memory_order_acquire);
+    if (r == c && atomic_load_explicit(&b->writing, memory_order_relaxed) == c) {
+      got.ready = r;
+      TRY(check_header(s, li, &got, &mbox_of(s, s->me, c)->hdr));
+    }
     s->mseen[li] = c;
   }
   return TUTTI_SUCCESS;
@@ -184,8 +193,10 @@ tutti_result_t tutti__mbox_begin(struct tutti_comm *comm, int64_t deadline) {
      * finished that one, which it has once it posted a later call. */
     if (call > MBOX_DEPTH - 1 && !reached(s->mseen[li], call - (MBOX_DEPTH - 1))) {
       TRY(wait_posted(s, li, call - (MBOX_DEPTH - 1), deadline));
+      /* Only here, once every MBOX_DEPTH - 1 calls for a rank that reads no one (a
+       * broadcast's root): reading every peer's line on every call would cost more. */
+      TRY(check_since(s, li, call - 1));
     }
-    TRY(check_since(s, li, call - 1));
   }
   return TUTTI_SUCCESS;
 }
@@ -196,6 +207,8 @@ tutti_result_t tutti__mbox_post(struct tutti_comm *comm, const void *data, size_
   uint32_t call = s->mseq;
   shm_mbox_t *b = mbox_of(s, s->me, call);
   s->mhdr = (tutti_msg_hdr_t){TUTTI_MSG_MAGIC, comm->seq, call_bytes, comm->fp};
+  atomic_store_explicit(&b->writing, call, memory_order_relaxed);
+  atomic_thread_fence(memory_order_release);
   if (len) memcpy(b->data, data, len);
   b->hdr = s->mhdr;
   /* Sequentially consistent, against the sleeper's announce-then-recheck in sleep_on: either

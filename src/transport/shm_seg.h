@@ -57,7 +57,7 @@ typedef struct shm_ring {
 #define MBOX_DEPTH 8u
 typedef struct shm_mbox {
   _Alignas(CACHELINE) _Atomic uint32_t ready; /* the one-shot call whose payload this is */
-  uint32_t pad;
+  _Atomic uint32_t writing; /* the call being written here: a seqlock for late readers */
   tutti_msg_hdr_t hdr; /* the call, checked by readers as a message header is */
   char data[];         /* in the header's line: a small payload moves with the flag */
 } shm_mbox_t;
