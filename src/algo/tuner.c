@@ -15,13 +15,15 @@
 #include "algo/tuner.h"
 
 /*
- * Measured on the development machine (2-core AMD EPYC, AVX2, 32 MiB L3, shared with other
- * jobs, so +-40% or worse between runs) with tutti-bench at n = 2, TUTTI_ALGO=ring, the
- * fastest of 5 runs (the least disturbed), sizes 8 B .. 16 MiB by 16x:
- *   shm alpha        8-byte all-gather 2.1 us (one exchange), 8-byte all-reduce 0.84 us (two):
- *                    1 us
- *   shm beta_copy    8 MiB all-gather 3.16 ms (4 MiB received: 1.3 GB/s) and 8 MiB all-reduce
- *                    4.35 ms (2 x 4 MiB moved, 4 MiB reduced: 2.2 GB/s): 2 GB/s
+ * Measured on the development machine (2-core AMD EPYC, AVX2, 32 MiB L3) with tutti-bench,
+ * TUTTI_ALGO=ring, n = 2. The shm row was refitted on a quiet machine (bench/tuner_check.py,
+ * medians of 3 alternated runs) once waiting yielded early; the first fit (1 us, 2 GB/s) came
+ * from runs sharing the cores with other jobs:
+ *   shm alpha        8-byte all-gather 0.26 us (one exchange), 8-byte all-reduce 0.59 us
+ *                    (two): 0.25 us
+ *   shm beta_copy    64 MiB all-gather 7.4 ms (32 MiB received: 4.5 GB/s), 16 MiB all-gather
+ *                    1.18 ms (7.1 GB/s), 16 MiB all-reduce 2.63 ms: 5 GB/s (in cache, below
+ *                    1 MiB, faster: 64 KiB all-reduce 4.96 us)
  *   beta_reduce      a float32 c = a + b pass, 7 GB/s on one core (issue 3's measurement; the
  *                    runs above cannot separate it from the copy)
  *   tcp alpha        8-byte all-gather 277 us, 2 KiB all-gather 106 us, 128-byte all-reduce
@@ -33,7 +35,7 @@
  * than the ring at 32 MiB where the plain model says 1.0x and 1.4x; 1.5 on their bytes fits.
  */
 static const tutti_cost_params_t params[2] = {
-    {"shm", 1.0e-6, 1.0 / 2.0e9, 1.0 / 7.0e9},
+    {"shm", 0.25e-6, 1.0 / 5.0e9, 1.0 / 7.0e9},
     {"tcp", 100.0e-6, 1.0 / 0.4e9, 1.0 / 7.0e9},
 };
 #define UNPIPELINED 1.5
@@ -177,13 +179,16 @@ size_t tutti__oneshot_payload(const tutti_tune_query_t *q) {
   }
 }
 
-/* One-shot: a flag line per peer, the payload copied into the mailbox once, and every byte a
- * rank needs from a peer read from that peer's cache (slower than a local copy). Measured at
- * n = 2 (tutti-bench, TUTTI_ALGO=oneshot): 8 B all-reduce 0.3 us; see docs/design.md. */
-#define OS_ALPHA 0.25e-6
-#define OS_PEER 0.08e-6
+/* One-shot: a flag line per peer (their misses overlap), the payload copied into the mailbox
+ * once (in cache: faster than a transfer), and every byte a rank needs from a peer read from
+ * that peer's cache. Fitted to the quiet machine (bench/tuner_check.py): 8 B all-reduce
+ * 0.18 us at n = 2 (recursive doubling 0.33), 37 us at n = 8 (recursive doubling 69: one
+ * round of the scheduler instead of three), 64 KiB all-gather at n = 4 12 us (Bruck 20, ring
+ * 24), while the ring keeps 64 KiB all-reduce at n = 2 (5.0 us, one-shot 6.4). */
+#define OS_ALPHA 0.08e-6
+#define OS_PEER 0.03e-6
 #define BETA_POST (1.0 / 10.0e9)
-#define BETA_PEER (1.0 / 5.0e9)
+#define BETA_PEER (1.0 / 8.0e9)
 
 double tutti__cost_oneshot(const tutti_tune_query_t *q, const tutti_cost_params_t *c) {
   double n = q->nranks, m = (double)q->bytes;
@@ -200,52 +205,34 @@ double tutti__cost_oneshot(const tutti_tune_query_t *q, const tutti_cost_params_
 }
 
 /* Single copy: only completion tokens travel (rounds of n-1 small messages each); each byte
- * a rank needs from a peer moves once, by the kernel, straight from the peer's buffer. Reads
- * are charged as one copy at memcpy-like speed, which is what the kernel does. */
-#define BETA_CMA (1.0 / 6.0e9)
-/* The copy collectives pay for the kernel's copy alone, and that loses to the shm transport's
- * pipelined user-space copies: the kernel copies with rep movsb and walks the peer's page
- * tables page by page (perf: _copy_to_iter 44%, follow_page_pte 10%), 4-5 GB/s at 16-64 MiB
- * and 13 GB/s at 1 MiB against memcpy's 12-19 (AVX-512) on one core, while the ring and the
- * chain keep both cores copying at memcpy speed. Measured alternately on the development
- * machine, n = 2, busbw in place, 64 KiB / 1 MiB / 16 MiB / 64 MiB:
- *   all-gather  cma 3.7 / 10.0 / 6.8 / 5.2, ring 8.9 / 12.6 / 5.5 / 7.1
- * and at n = 4 the ring won from 1 MiB. So single-copy reads of
- * large blocks are charged this many times the transport's own per-byte cost, which gives
- * the large copy collectives to the ring and chain (TUTTI_ALGO=cma still forces cma)... */
+ * a rank needs from a peer moves once, by the kernel, straight from the peer's buffer. On
+ * this VM that copy is slow: the kernel copies with rep movsb and walks the peer's page
+ * tables page by page (perf: _copy_to_iter 40-44%, follow_page_pte 10%): process_vm_readv
+ * moves 8.5 / 13.4 / 4.2 / 5.0 GB/s at 64 KiB / 1 MiB / 16 MiB / 64 MiB where memcpy moves
+ * 63 / 42 / 18.6 / 12, while the ring and the chain keep both cores copying in user space.
+ * On the quiet machine (bench/tuner_check.py, n = 2, medians of 3 alternated runs) every cma
+ * all-reduce and reduce-scatter took 1.1-2.2x the ring's time at 64 KiB-64 MiB, and at n = 4
+ * cma won no cell by more than 3%. So its bytes cost this many times the transport's (it stays
+ * a candidate, and TUTTI_ALGO=cma forces it, for machines where the kernel copies faster). */
 #define CMA_COPY_SLOWDOWN 2.5
-/* ... from reads of this many bytes on. Below it the reads stay in cache, the page walk is
- * short, and all-gather's two rounds of tokens beat the ring's n-1 hand-offs, which cost a
- * scheduler wake each when the machine is busy (alternating runs, busbw out of place, 64 KiB:
- * cma 0.82 / ring 0.05 GB/s at n = 2, 0.32 / 0.024 at n = 4; 1 MiB at n = 4, 256 KiB reads:
- * cma 0.97 / ring 2.16). Broadcast's chain moves one message at n = 2 and won at 64 KiB. */
-#define CMA_COPY_SLOW_FROM (256.0 * 1024)
 /* Broadcast splits each receiver's copy between the root's writes and the receiver's reads
- * (cma_copy.c), so both cores copy at once: alternating runs, n = 2, busbw out of place,
- * 64 KiB / 1 MiB / 16 MiB / 64 MiB, medians of 3: cma 7.1 / 13.4 / 7.1 / 6.6 GB/s, chain
- * 0.19 / 7.4 / 2.8 / 2.9. With more receivers than cores they take turns, hence n - 1 times
- * this per byte: at n = 4 the chain won from 1 MiB (cma 2.2 / 2.0 / 1.4, chain 3.5 / 2.2 /
- * 1.9), cma at 64 KiB (0.59 / 0.095). */
+ * (cma_copy.c), so both cores copy at once; with more receivers than cores they take turns. */
 #define CMA_BCAST_RATIO 0.45
 
 double tutti__cost_cma(const tutti_tune_query_t *q, const tutti_cost_params_t *c) {
   double n = q->nranks, m = (double)q->bytes, part = (n - 1) / n * m;
+  double beta = CMA_COPY_SLOWDOWN * c->beta_copy;
   if (!q->cma || q->nranks == 1) return -1;
   switch (q->coll) {
   case TUTTI_COLL_ALLREDUCE:
     if (tutti__cma_one_shot(q->nranks, q->bytes)) /* addresses, reads done; all of it */
-      return 2 * (n - 1) * c->alpha + (n - 1) * m * (BETA_CMA + c->beta_reduce);
+      return 2 * (n - 1) * c->alpha + (n - 1) * m * (beta + c->beta_reduce);
     /* addresses, slices done, reads done */
-    return 3 * (n - 1) * c->alpha + 2 * part * BETA_CMA + part * c->beta_reduce;
+    return 3 * (n - 1) * c->alpha + 2 * part * beta + part * c->beta_reduce;
   case TUTTI_COLL_REDUCE_SCATTER:
-    return 2 * (n - 1) * c->alpha + part * (BETA_CMA + c->beta_reduce);
-  case TUTTI_COLL_ALLGATHER: { /* small blocks: 2 rounds of tokens beat n-1 ring hand-offs */
-    double beta = m / n >= CMA_COPY_SLOW_FROM ? CMA_COPY_SLOWDOWN * c->beta_copy : BETA_CMA;
-    return 2 * (n - 1) * c->alpha + part * beta;
-  }
-  case TUTTI_COLL_BROADCAST: /* every receiver's bytes are copied by the kernel, split
-                              * between the root (writes) and the receiver (reads) */
-    return 2 * c->alpha + (n - 1) * m * CMA_BCAST_RATIO * c->beta_copy;
+    return 2 * (n - 1) * c->alpha + part * (beta + c->beta_reduce);
+  case TUTTI_COLL_ALLGATHER: return 2 * (n - 1) * c->alpha + part * beta;
+  case TUTTI_COLL_BROADCAST: return 2 * c->alpha + (n - 1) * m * CMA_BCAST_RATIO * beta;
   default: return -1;
   }
 }
