@@ -189,6 +189,7 @@ size_t tutti__oneshot_payload(const tutti_tune_query_t *q) {
 #define OS_PEER 0.03e-6
 #define BETA_POST (1.0 / 10.0e9)
 #define BETA_PEER (1.0 / 8.0e9)
+#define OS_BCAST_LAG 1.0e-6
 
 double tutti__cost_oneshot(const tutti_tune_query_t *q, const tutti_cost_params_t *c) {
   double n = q->nranks, m = (double)q->bytes;
@@ -198,7 +199,10 @@ double tutti__cost_oneshot(const tutti_tune_query_t *q, const tutti_cost_params_
   case TUTTI_COLL_REDUCE: return base + (n - 1) * m * (BETA_PEER + c->beta_reduce);
   case TUTTI_COLL_REDUCE_SCATTER: return base + (n - 1) * m / n * (BETA_PEER + c->beta_reduce);
   case TUTTI_COLL_ALLGATHER: return base + (n - 1) * m / n * BETA_PEER;
-  case TUTTI_COLL_BROADCAST: return base + m * BETA_PEER;
+  /* A root runs at most MBOX_DEPTH - 1 calls ahead of its slowest reader, while the queues
+   * of the chain and the tree let it run megabytes ahead: at n = 4 (two ranks a core) 8-byte
+   * broadcasts took 3.3 us one-shot, 1.2 us on the chain. */
+  case TUTTI_COLL_BROADCAST: return base + m * BETA_PEER + (n - 2) * OS_BCAST_LAG;
   case TUTTI_COLL_BARRIER: return base;
   default: return -1;
   }
@@ -218,11 +222,24 @@ double tutti__cost_oneshot(const tutti_tune_query_t *q, const tutti_cost_params_
 /* Broadcast splits each receiver's copy between the root's writes and the receiver's reads
  * (cma_copy.c), so both cores copy at once; with more receivers than cores they take turns. */
 #define CMA_BCAST_RATIO 0.45
+/* Per peer and call, the system calls, page pinning and token rounds around the copies: an
+ * 8-byte cma all-reduce took 4.4 us at n = 2 (one-shot 0.18), an 8-byte broadcast 32 us at
+ * n = 4. */
+#define CMA_FIXED 2.0e-6
+
+static double cma_bytes(const tutti_tune_query_t *q, const tutti_cost_params_t *c, double n,
+                        double m, double part, double beta);
 
 double tutti__cost_cma(const tutti_tune_query_t *q, const tutti_cost_params_t *c) {
   double n = q->nranks, m = (double)q->bytes, part = (n - 1) / n * m;
   double beta = CMA_COPY_SLOWDOWN * c->beta_copy;
   if (!q->cma || q->nranks == 1) return -1;
+  double b = cma_bytes(q, c, n, m, part, beta);
+  return b < 0 ? -1 : CMA_FIXED * (n - 1) + b;
+}
+
+static double cma_bytes(const tutti_tune_query_t *q, const tutti_cost_params_t *c, double n,
+                        double m, double part, double beta) {
   switch (q->coll) {
   case TUTTI_COLL_ALLREDUCE:
     if (tutti__cma_one_shot(q->nranks, q->bytes)) /* addresses, reads done; all of it */
