@@ -20,8 +20,9 @@ static const tutti_algo_t algos[] = {
      tutti__cost_ring, 0, 0},
     {"cma",
      "ranks of one host read each other's buffers directly (process_vm_readv): all-reduce and "
-     "reduce-scatter reduce one slice per rank in rank order, all-gather and broadcast copy "
-     "once; needs TUTTI_CMA=1 and the kernel's permission, checked at init",
+     "reduce-scatter reduce one slice per rank in rank order, all-gather copies once, "
+     "broadcast splits each copy between the root (process_vm_writev) and the receiver; "
+     "needs TUTTI_CMA=1 and the kernel's permission, checked at init",
      {[TUTTI_COLL_ALLREDUCE] = tutti__cma_allreduce,
       [TUTTI_COLL_REDUCE_SCATTER] = tutti__cma_reduce_scatter,
       [TUTTI_COLL_ALLGATHER] = tutti__cma_allgather,
