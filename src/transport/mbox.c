@@ -149,14 +149,14 @@ static tutti_result_t wait_posted(shm_transport_t *s, int li, uint32_t call, int
 }
 
 /* Checks the header local rank li posted against the one this rank posted for the call. */
-static tutti_result_t check_header(shm_transport_t *s, int li, const shm_mbox_t *b,
+static tutti_result_t check_header(shm_transport_t *s, int li, const tutti_msg_hdr_t *got,
                                    const tutti_msg_hdr_t *want) {
-  if (b->hdr.magic == want->magic && b->hdr.seq == want->seq && b->hdr.len == want->len &&
-      !memcmp(&b->hdr.fp, &want->fp, sizeof want->fp))
+  if (got->magic == want->magic && got->seq == want->seq && got->len == want->len &&
+      !memcmp(&got->fp, &want->fp, sizeof want->fp))
     return TUTTI_SUCCESS;
   char who[128], msg[512];
   tutti__peer_desc(s->base.comm, s->global[li], who, sizeof who);
-  tutti_result_t res = tutti__hdr_check(want, &b->hdr, sizeof b->hdr, who, msg, sizeof msg);
+  tutti_result_t res = tutti__hdr_check(want, got, sizeof *got, who, msg, sizeof msg);
   return tutti__error(s->base.comm, res == TUTTI_SUCCESS ? TUTTI_ERR_INVALID_USAGE : res, "%s",
                       msg);
 }
@@ -172,13 +172,11 @@ static tutti_result_t check_since(shm_transport_t *s, int li, uint32_t upto) {
     if (!reached(r, c)) break;
     /* The peer may be rewriting an old mailbox while this rank reads it: a seqlock read
      * (the header counts only if no newer call started writing meanwhile). */
-    shm_mbox_t got;
-    memcpy(&got.hdr, &b->hdr, sizeof got.hdr);
+    tutti_msg_hdr_t got;
+    memcpy(&got, &b->hdr, sizeof got);
     atomic_thread_fence(memory_order_acquire);
-    if (r == c && atomic_load_explicit(&b->writing, memory_order_relaxed) == c) {
-      got.ready = r;
+    if (r == c && atomic_load_explicit(&b->writing, memory_order_relaxed) == c)
       TRY(check_header(s, li, &got, &mbox_of(s, s->me, c)->hdr));
-    }
     s->mseen[li] = c;
   }
   return TUTTI_SUCCESS;
