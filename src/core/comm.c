@@ -42,7 +42,11 @@ tutti_result_t tutti_get_unique_id(tutti_unique_id_t *id) {
     snprintf(err, sizeof err, "getrandom failed");
     res = TUTTI_ERR_SYSTEM;
   }
-  if (res == TUTTI_SUCCESS) res = tutti__rdv_serve(lfd, f.secret, cfg.timeout_s);
+  if (res == TUTTI_SUCCESS) {
+    /* The rendezvous thread answers SIGUSR1 from now on; it must not kill the process. */
+    tutti__forensics_install(&cfg);
+    res = tutti__rdv_serve(lfd, f.secret, cfg.init_timeout_s);
+  }
   if (res != TUTTI_SUCCESS) {
     if (lfd >= 0) close(lfd);
     WARN("boot", -1, "tutti_get_unique_id: %s", err);
@@ -92,15 +96,15 @@ static tutti_result_t comm_build(struct tutti_comm *comm, uint32_t root_ip, uint
   int rfd = -1, dfd = -1;
   tutti_rdv_entry_t me = {0}, *table = NULL;
   tutti_result_t res;
-  int64_t deadline = tutti__deadline_after(comm->cfg.timeout_s);
+  int64_t deadline = tutti__deadline_after(comm->cfg.init_timeout_s);
   uint32_t local_ip;
 
   /* The data connections prove this secret too, after the rendezvous. */
   _Static_assert(sizeof comm->secret == TUTTI_SECRET_BYTES, "secret size");
   memcpy(comm->secret, secret, TUTTI_SECRET_BYTES);
 
-  res = tutti__rdv_connect(root_ip, root_port, deadline, wait_for_root, &rfd, &local_ip, err,
-                           sizeof err);
+  res = tutti__rdv_connect(root_ip, root_port, comm->rank, deadline, wait_for_root, &rfd,
+                           &local_ip, err, sizeof err);
   if (res != TUTTI_SUCCESS) {
     char a[64], why[sizeof err];
     snprintf(why, sizeof why, "%s", err);
@@ -198,6 +202,8 @@ tutti_result_t tutti__comm_create(tutti_comm_t *out, int nranks, int rank, uint3
     tutti__error(comm, res, "%s", err);
     goto fail;
   }
+  /* Before the rendezvous, which may take long: SIGUSR1 there reports, never kills. */
+  tutti__forensics_install(&comm->cfg);
   /* A unique id's rendezvous listens from the moment the id exists, so a refusal is final;
    * a launched job's rank 0 may start its rendezvous after the others try. */
   TRY_GOTO(comm_build(comm, ip, port, secret, wait_for_root), res, fail);
@@ -274,7 +280,8 @@ tutti_result_t tutti_comm_init_env(tutti_comm_t *comm) {
     int lfd;
     res = tutti__sock_listen(ip, htons(env.port), 1024, &lfd, NULL, err, sizeof err);
     if (res == TUTTI_SUCCESS) {
-      res = tutti__rdv_serve(lfd, secret, cfg.timeout_s);
+      tutti__forensics_install(&cfg);
+      res = tutti__rdv_serve(lfd, secret, cfg.init_timeout_s);
       if (res != TUTTI_SUCCESS) {
         close(lfd);
         snprintf(err, sizeof err, "cannot start the rendezvous thread");
