@@ -44,7 +44,8 @@
 /* Connections still owing a hello; past this the oldest is dropped, so a flood of strangers
  * exhausts neither memory nor descriptors. */
 #define RDV_MAX_PENDING 1024
-/* The first progress report while ranks are missing; then at twice the time each time. */
+/* The first progress report while ranks are missing (or at half the deadline, if that comes
+ * sooner); then at twice the time each time. */
 #define RDV_FIRST_REPORT_S 5.0
 /* poll's longest sleep: how soon SIGUSR1 is answered when it lands on another thread. */
 #define RDV_SLICE_MS 200
@@ -443,6 +444,7 @@ static void *serve(void *arg) {
     if (!s->complete && s->status == TUTTI_SUCCESS && s->nranks > 0 &&
         s->arrived == s->nranks)
       complete(s);
+    if (!s->complete && !s->expired && tutti__now_ns() >= s->deadline) expire(s);
     int waiting = !s->complete && !s->expired && s->status == TUTTI_SUCCESS;
     if (waiting && elapsed_s(s) >= s->next_report_s) {
       progress(s, "still waiting");
@@ -450,7 +452,6 @@ static void *serve(void *arg) {
     }
     if (tutti__forensics_requested(&s->signals_seen))
       progress(s, waiting ? "SIGUSR1" : "SIGUSR1, answering");
-    if (!s->complete && !s->expired && tutti__now_ns() >= s->deadline) expire(s);
   }
   for (int i = 0; i < s->nconn; i++) conn_close(&s->conn[i]);
   close(s->lfd);
@@ -488,7 +489,7 @@ tutti_result_t tutti__rdv_serve(int lfd, const uint8_t secret[TUTTI_SECRET_BYTES
   s->timeout_s = timeout_s;
   s->start = tutti__now_ns();
   s->deadline = tutti__deadline_after(timeout_s);
-  s->next_report_s = RDV_FIRST_REPORT_S;
+  s->next_report_s = timeout_s / 2 < RDV_FIRST_REPORT_S ? timeout_s / 2 : RDV_FIRST_REPORT_S;
   s->signals_seen = tutti__forensics_signals();
   s->nranks = -1;
   tutti__host_identity(s->host, s->boot_id);

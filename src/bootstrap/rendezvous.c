@@ -18,7 +18,8 @@
 #include "core/forensics.h"
 #include "core/sock.h"
 
-/* Progress reports while a rank waits: the first after this long, then at twice the wait. */
+/* Progress reports while a rank waits: the first after this long (or half the time to its
+ * deadline, if sooner), then at twice the wait. */
 #define FIRST_REPORT_S 5.0
 /* The longest sleep between looks at the clock and at SIGUSR1. */
 #define SLICE_NS 250000000LL
@@ -37,20 +38,25 @@ typedef struct waiter {
   unsigned seen;
 } waiter_t;
 
-static void waiter_init(waiter_t *w, int rank, const char *where) {
-  *w = (waiter_t){rank, where, tutti__now_ns(), FIRST_REPORT_S, tutti__forensics_signals()};
+static void waiter_init(waiter_t *w, int rank, const char *where, int64_t deadline) {
+  int64_t now = tutti__now_ns();
+  double half = (double)(deadline - now) / 2e9;
+  *w = (waiter_t){rank, where, now, half < FIRST_REPORT_S ? half : FIRST_REPORT_S,
+                  tutti__forensics_signals()};
 }
 
+/* what: "... the rendezvous at ADDR", completed by how long it has been. */
 static void waiter_tick(waiter_t *w, const char *what) {
   double waited = (double)(tutti__now_ns() - w->start) / 1e9;
   if (waited >= w->next_report_s) {
-    WARN("boot", w->rank, "%s the rendezvous at %s for %.0f s", what, w->where, waited);
+    WARN("boot", w->rank, "%s %s (%.0f s so far)", what, w->where, waited);
     w->next_report_s *= 2;
   }
-  if (tutti__forensics_requested(&w->seen))
+  if (tutti__forensics_requested(&w->seen)) {
+    tutti__log_enabled(TUTTI_LOG_WARN, "report"); /* sets up the log line's host name */
     tutti__log_write(TUTTI_LOG_WARN, "report", w->rank, "---- wait report (SIGUSR1): in the "
-                     "rendezvous, %s the rendezvous at %s for %.1f s ----", what, w->where,
-                     waited);
+                     "rendezvous: %s %s (%.1f s so far) ----", what, w->where, waited);
+  }
 }
 
 tutti_result_t tutti__rdv_connect(uint32_t ip, uint16_t port, int rank, int64_t deadline,
@@ -58,14 +64,14 @@ tutti_result_t tutti__rdv_connect(uint32_t ip, uint16_t port, int rank, int64_t 
                                   size_t errlen) {
   char where[64];
   waiter_t w;
-  waiter_init(&w, rank, tutti__sock_addr_str(ip, port, where, sizeof where));
+  waiter_init(&w, rank, tutti__sock_addr_str(ip, port, where, sizeof where), deadline);
   for (;;) {
     /* Short steps, so that a rendezvous not up yet is reported while it is awaited. */
     int64_t step = retry ? min64(deadline, tutti__now_ns() + SLICE_NS) : deadline;
     tutti_result_t res = tutti__sock_connect(ip, port, step, retry, fd, err, errlen);
     if (res == TUTTI_SUCCESS) break;
     if (res != TUTTI_ERR_TIMEOUT || !retry || tutti__now_ns() >= deadline) return res;
-    waiter_tick(&w, "waiting for rank 0 to start");
+    waiter_tick(&w, "waiting for rank 0 to start the rendezvous at");
   }
   struct sockaddr_in sa;
   socklen_t sl = sizeof sa;
@@ -127,9 +133,9 @@ tutti_result_t tutti__rdv_exchange(int fd, const uint8_t secret[TUTTI_SECRET_BYT
   if (getpeername(fd, (struct sockaddr *)&sa, &sl) == 0)
     tutti__sock_addr_str(sa.sin_addr.s_addr, sa.sin_port, where, sizeof where);
   waiter_t w;
-  waiter_init(&w, rank, where);
+  waiter_init(&w, rank, where, deadline);
   char what[96];
-  snprintf(what, sizeof what, "joined; waiting for all %d ranks to join at", nranks);
+  snprintf(what, sizeof what, "waiting for all %d ranks to join the rendezvous at", nranks);
   int64_t answer_deadline = deadline + ANSWER_GRACE_NS;
   tutti_result_t res = await(fd, &w, what, answer_deadline);
   if (res == TUTTI_ERR_TIMEOUT) {
