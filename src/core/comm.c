@@ -96,6 +96,7 @@ static tutti_result_t comm_build(struct tutti_comm *comm, uint32_t root_ip, uint
   int rfd = -1, dfd = -1;
   tutti_rdv_entry_t me = {0}, *table = NULL;
   tutti_result_t res;
+  int64_t t_start = tutti__now_ns();
   int64_t deadline = tutti__deadline_after(comm->cfg.init_timeout_s);
   uint32_t local_ip;
 
@@ -135,14 +136,17 @@ static tutti_result_t comm_build(struct tutti_comm *comm, uint32_t root_ip, uint
     memcpy(p->boot_id, table[r].boot_id, sizeof p->boot_id);
   }
   free(table);
+  int64_t t_rdv = tutti__now_ns();
   TRY_GOTO(place_peers(comm), res, out);
   TRY_GOTO(connect_transports(comm, dfd), res, out);
   /* Kept for tutti_comm_shrink: the survivors find each other through these listeners. */
   comm->listen_fd = dfd;
   dfd = -1;
-  INFO("boot", comm->rank, "joined: %d ranks, %d on this host, transport %s", comm->nranks,
-       comm->nlocal, comm->tcp && comm->shm ? "shm+tcp" : comm->tcp ? "tcp" : comm->shm ? "shm"
-                                                                                       : "self");
+  /* Where init's time goes: the rendezvous (bootstrap) or the transports' set-up. */
+  INFO("boot", comm->rank, "joined: %d ranks, %d on this host, transport %s; rendezvous %.3f s, "
+       "transports %.3f s", comm->nranks, comm->nlocal,
+       comm->tcp && comm->shm ? "shm+tcp" : comm->tcp ? "tcp" : comm->shm ? "shm" : "self",
+       (double)(t_rdv - t_start) / 1e9, (double)(tutti__now_ns() - t_rdv) / 1e9);
   goto out;
 fail_err:
   res = tutti__error(comm, res, "%s", err);
