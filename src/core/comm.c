@@ -24,7 +24,7 @@ static tutti_result_t listen_ip(const tutti_config_t *cfg, uint32_t fallback, ui
   return TUTTI_SUCCESS;
 }
 
-tutti_result_t tutti_get_unique_id(tutti_unique_id_t *id) {
+tutti_result_t tutti__unique_id_at(const uint32_t *ip, tutti_unique_id_t *id) {
   if (!id) {
     WARN("boot", -1, "tutti_get_unique_id: id is NULL");
     return TUTTI_ERR_INVALID_ARGUMENT;
@@ -36,7 +36,9 @@ tutti_result_t tutti_get_unique_id(tutti_unique_id_t *id) {
   tutti_result_t res = tutti__config_load(&cfg, err, sizeof err);
   /* Without an interface named, the rendezvous stays on loopback: nothing off this host can
    * reach it unless the user asks for it. */
-  if (res == TUTTI_SUCCESS) res = listen_ip(&cfg, htonl(INADDR_LOOPBACK), &f.ip, err, sizeof err);
+  if (res == TUTTI_SUCCESS && ip) f.ip = *ip;
+  else if (res == TUTTI_SUCCESS)
+    res = listen_ip(&cfg, htonl(INADDR_LOOPBACK), &f.ip, err, sizeof err);
   if (res == TUTTI_SUCCESS) res = tutti__sock_listen(f.ip, 0, 1024, &lfd, &f.port, err, sizeof err);
   if (res == TUTTI_SUCCESS && getrandom(f.secret, sizeof f.secret, 0) != sizeof f.secret) {
     snprintf(err, sizeof err, "getrandom failed");
@@ -55,6 +57,8 @@ tutti_result_t tutti_get_unique_id(tutti_unique_id_t *id) {
   tutti__uid_pack(&f, id);
   return TUTTI_SUCCESS;
 }
+
+tutti_result_t tutti_get_unique_id(tutti_unique_id_t *id) { return tutti__unique_id_at(NULL, id); }
 
 /* Groups ranks by host and picks each peer's transport. */
 static tutti_result_t place_peers(struct tutti_comm *comm) {
