@@ -37,8 +37,9 @@
 #include "core/sock.h"
 
 /* How long a connection may take to send its hello. Connections are served concurrently, so
- * this only bounds what a stranger holds, not how long members wait. */
-#define RDV_HELLO_NS 5000000000LL
+ * this only bounds what a stranger holds, not how long members wait; it is generous because a
+ * rank on a loaded machine may not run for seconds. */
+#define RDV_HELLO_NS 10000000000LL
 /* How long a rank may take to read its answer. */
 #define RDV_REPLY_NS 10000000000LL
 /* Connections still owing a hello; past this the oldest is dropped, so a flood of strangers
@@ -152,7 +153,8 @@ static void answer(rdv_server_t *s, rdv_conn_t *c) {
   }
   c->state = C_REPLY;
   c->sent = 0;
-  c->deadline = tutti__now_ns() + RDV_REPLY_NS;
+  /* The local rank waits for the others to take theirs first. */
+  c->deadline = tutti__now_ns() + (c->local ? 2 : 1) * RDV_REPLY_NS;
 }
 
 /* Sends what the socket takes of c's answer; closes c when it is all out or the rank is gone. */

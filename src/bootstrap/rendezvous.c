@@ -85,7 +85,8 @@ tutti_result_t tutti__rdv_connect(uint32_t ip, uint16_t port, int rank, int64_t 
 }
 
 /* Waits until fd is readable, reporting the wait; TUTTI_ERR_TIMEOUT at the deadline. */
-static tutti_result_t await(int fd, waiter_t *w, const char *what, int64_t deadline) {
+static tutti_result_t await(int fd, waiter_t *w, const char *what, int64_t deadline, char *err,
+                            size_t errlen) {
   for (;;) {
     int64_t now = tutti__now_ns();
     if (now >= deadline) return TUTTI_ERR_TIMEOUT;
@@ -93,7 +94,10 @@ static tutti_result_t await(int fd, waiter_t *w, const char *what, int64_t deadl
     int64_t wake = min64(deadline, now + SLICE_NS);
     int rc = poll(&p, 1, (int)((wake - now + 999999) / 1000000));
     if (rc > 0) return TUTTI_SUCCESS;
-    if (rc < 0 && errno != EINTR) return TUTTI_ERR_SYSTEM;
+    if (rc < 0 && errno != EINTR) {
+      snprintf(err, errlen, "poll failed: %s", strerror(errno));
+      return TUTTI_ERR_SYSTEM;
+    }
     waiter_tick(w, what);
   }
 }
@@ -137,7 +141,7 @@ tutti_result_t tutti__rdv_exchange(int fd, const uint8_t secret[TUTTI_SECRET_BYT
   char what[96];
   snprintf(what, sizeof what, "waiting for all %d ranks to join the rendezvous at", nranks);
   int64_t answer_deadline = deadline + ANSWER_GRACE_NS;
-  tutti_result_t res = await(fd, &w, what, answer_deadline);
+  tutti_result_t res = await(fd, &w, what, answer_deadline, err, errlen);
   if (res == TUTTI_ERR_TIMEOUT) {
     snprintf(err, errlen, "the rendezvous at %s did not answer within %.0f s: not every rank "
              "joined (its log names the missing ones)", where,
