@@ -15,10 +15,10 @@ set(CPACK_DEBIAN_PACKAGE_SECTION libs)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "libc6 (>= 2.34), libssl3, python3, python3-numpy")
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "python3-torch")
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "libssl-dev")
-# ldconfig after install and removal; the byte code Python writes on import is removed
-# before the files, so dpkg -r leaves no directory behind.
+# ldconfig through dpkg's trigger after install and removal (no postrm, so dpkg -r leaves
+# the package not-installed rather than in config-files state); the byte code Python writes
+# on import is removed before the files, so no directory is left behind.
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
-    ${CMAKE_SOURCE_DIR}/cmake/debian/postinst ${CMAKE_SOURCE_DIR}/cmake/debian/prerm
-    ${CMAKE_SOURCE_DIR}/cmake/debian/postrm)
+    ${CMAKE_SOURCE_DIR}/cmake/debian/prerm ${CMAKE_SOURCE_DIR}/cmake/debian/triggers)
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
 include(CPack)

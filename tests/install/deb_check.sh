@@ -11,7 +11,7 @@ skip() { echo "deb_check: SKIPPED: $*"; exit 77; }
 fail() { echo "deb_check: FAIL: $*" >&2; exit 1; }
 [ "$(id -u)" -eq 0 ] || skip "needs root to dpkg -i (CI runs as root)"
 command -v dpkg >/dev/null && command -v dpkg-deb >/dev/null || skip "no dpkg on this machine"
-if dpkg-query -W -f='${Status}' tutti 2>/dev/null | grep -q 'install ok'; then
+if dpkg-query -W -f='${Status}' tutti 2>/dev/null | grep -q '^install ok installed'; then
   skip "a package named tutti is installed already"
 fi
 TMP=$(mktemp -d)
@@ -20,6 +20,10 @@ trap 'dpkg -r tutti >/dev/null 2>&1 || true; rm -rf "$TMP"' EXIT
 (cd "$BUILD" && cpack -G DEB -B "$TMP" >/dev/null) || fail "cpack -G DEB failed"
 DEB=$(ls "$TMP"/tutti_*.deb)
 dpkg-deb -I "$DEB" | sed -n 's/^ \(Package\|Version\|Depends\):/  &/p'
+# What was there before: directories shared with other packages stay after dpkg -r.
+dpkg-deb -c "$DEB" | awk '{print $6}' | sed 's|^\./|/|; s|/$||' | while read -r f; do
+  [ -z "$f" ] || [ -e "$f" ] || echo "$f"
+done >"$TMP/new"
 # dpkg holds a lock that apt may have at this moment: wait for it, up to a minute.
 for i in $(seq 60); do
   out=$(dpkg -i "$DEB" 2>&1) && break
@@ -41,13 +45,11 @@ for i in $(seq 60); do
   sleep 1
 done
 echo "$out" | grep -i 'warning' && fail "dpkg -r warned: $out"
+state=$(dpkg-query -W -f='${Status}' tutti 2>/dev/null || true)
+case $state in ""|*not-installed*) ;; *) fail "after dpkg -r the package is in state '$state'" ;; esac
 left=0
-while read -r f; do
-  case $f in /usr|/usr/bin|/usr/include|/usr/lib|/usr/share|/usr/share/man|/usr/share/man/man1|/usr/lib/python3|/usr/lib/python3/dist-packages|/usr/share/doc|/.) continue ;; esac
-  if [ -e "$f" ] || [ -L "$f" ]; then
-    [ -d "$f" ] && [ -n "$(ls -A "$f")" ] && [ "$f" != /usr/lib/python3/dist-packages/tutti ] && continue
-    echo "left behind: $f"; left=1
-  fi
-done <"$TMP/files"
+while read -r f; do # everything the package added must be gone
+  if [ -e "$f" ] || [ -L "$f" ]; then echo "left behind: $f"; left=1; fi
+done <"$TMP/new"
 [ $left -eq 0 ] || fail "dpkg -r left files behind"
 echo "deb_check: ok"
