@@ -343,6 +343,9 @@ static void accept_new(rdv_server_t *s) {
   }
 }
 
+/* A failed rendezvous still answers hellos this long after its deadline. */
+static int64_t lingering_end(const rdv_server_t *s) { return s->deadline + RDV_HELLO_NS; }
+
 /* Every rank has joined: the table is final, and everyone gets it. */
 static void complete(rdv_server_t *s) {
   s->complete = 1;
@@ -373,11 +376,19 @@ static void expire(rdv_server_t *s) {
 /* Whether the server has said all it will: every answer is out, and no rank can still come
  * that needs one. */
 static int finished(const rdv_server_t *s) {
-  for (int i = 0; i < s->nconn; i++)
+  int pending = 0;
+  for (int i = 0; i < s->nconn; i++) {
     if (s->conn[i].state == C_REPLY || s->conn[i].state == C_MEMBER) return 0;
-  if (s->complete || s->expired) return 1;
-  /* After a refusal, keep answering until everyone who could come has been told. */
-  return s->status != TUTTI_SUCCESS && s->hellos >= s->max_world;
+    pending += s->conn[i].state == C_HELLO;
+  }
+  if (s->complete) return 1;
+  if (s->status == TUTTI_SUCCESS && !s->expired) return 0;
+  /* After a refusal, keep answering until everyone who could come has been told, or until
+   * the deadline. */
+  if (!s->expired && s->hellos < s->max_world) return 0;
+  /* A connection still owing its hello may be a rank that a loaded machine has slowed: it is
+   * told the reason too, rather than seeing the connection close, until its hello deadline. */
+  return !pending || tutti__now_ns() >= lingering_end(s);
 }
 
 /* Its own rank is answered after every other, so this process cannot exit on its own
@@ -398,8 +409,9 @@ static void drop_closed(rdv_server_t *s) {
 /* One round: wait for any socket (or a deadline), then serve every one that is ready. */
 static void serve_round(rdv_server_t *s) {
   int64_t now = tutti__now_ns(), wake = now + RDV_SLICE_MS * 1000000LL;
-  int accepting = !s->complete && !s->expired;
-  if (accepting && s->deadline < wake) wake = s->deadline;
+  int accepting = !s->complete && now < lingering_end(s);
+  if (!s->complete && !s->expired && s->deadline < wake) wake = s->deadline;
+  if (s->expired && lingering_end(s) < wake) wake = lingering_end(s);
   int64_t report = s->start + (int64_t)(s->next_report_s * 1e9);
   if (accepting && s->status == TUTTI_SUCCESS && report < wake) wake = report;
   int hold_local = others_replying(s);

@@ -131,7 +131,7 @@ tutti_result_t tutti__rdv_exchange(int fd, const uint8_t secret[TUTTI_SECRET_BYT
                                    size_t errlen) {
   uint8_t na[TUTTI_AUTH_NONCE_BYTES], nc[TUTTI_AUTH_NONCE_BYTES];
   TRY(send_hello(fd, secret, nranks, rank, me, deadline, na, nc, err, errlen));
-  char where[64] = "?";
+  char where[64] = "(address unknown: the connection is gone)";
   struct sockaddr_in sa;
   socklen_t sl = sizeof sa;
   if (getpeername(fd, (struct sockaddr *)&sa, &sl) == 0)
@@ -143,9 +143,9 @@ tutti_result_t tutti__rdv_exchange(int fd, const uint8_t secret[TUTTI_SECRET_BYT
   int64_t answer_deadline = deadline + ANSWER_GRACE_NS;
   tutti_result_t res = await(fd, &w, what, answer_deadline, err, errlen);
   if (res == TUTTI_ERR_TIMEOUT) {
-    snprintf(err, errlen, "the rendezvous at %s did not answer within %.0f s: not every rank "
-             "joined (its log names the missing ones)", where,
-             (double)(answer_deadline - w.start) / 1e9);
+    snprintf(err, errlen, "the rendezvous at %s did not answer by this rank's init deadline "
+             "(TUTTI_INIT_TIMEOUT and %.0f s more): not every rank joined (its log names the "
+             "missing ones)", where, ANSWER_GRACE_NS / 1e9);
     return res;
   }
   rdv_reply_t r;
