@@ -5,7 +5,8 @@
 #   strangers  rank 0 starts; 6 idle connections and 1 that sends garbage a byte at a time are
 #              held open to its rendezvous port; then ranks 1-3 start. Every rank must pass,
 #              and init must not wait for the strangers (it used to take 5 s per stranger:
-#              > 30 s here, and with TUTTI_TIMEOUT=20 every rank failed). Bound: 10 s (hangs).
+#              > 30 s here, and with TUTTI_TIMEOUT=20 every rank failed). Bound: 15 s, for
+#              hangs (the job takes under 1 s on a quiet machine).
 #   missing    ranks 0-2 of 4 with TUTTI_INIT_TIMEOUT=3: every rank fails with "timed out"
 #              within 20 s, its error names rank 3 as missing, and rank 0 logged who was
 #              missing while it waited (the progress line).
@@ -89,7 +90,7 @@ PYEOF
   t1=$(now)
   secs=$(awk "BEGIN{printf \"%.2f\", $t1 - $t0}")
   echo "boot_check strangers: the 4 ranks ended $secs s after ranks 1-3 started, 7 strangers connected"
-  awk "BEGIN{exit !($secs < 10)}" || fail "the job took $secs s with strangers connected (want < 10 s)"
+  awk "BEGIN{exit !($secs < 15)}" || fail "the job took $secs s with strangers connected (want < 15 s)"
   show 0 1 2 3
   ;;
 missing)
