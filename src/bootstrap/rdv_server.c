@@ -37,9 +37,8 @@
 #include "core/sock.h"
 
 /* How long a connection may take to send its hello. Connections are served concurrently, so
- * this only bounds what a stranger holds, not how long members wait; it is generous because a
- * rank on a loaded machine may not run for seconds. */
-#define RDV_HELLO_NS 10000000000LL
+ * this only bounds what a stranger holds, not how long members wait. */
+#define RDV_HELLO_NS 5000000000LL
 /* How long a rank may take to read its answer. */
 #define RDV_REPLY_NS 10000000000LL
 /* Connections still owing a hello; past this the oldest is dropped, so a flood of strangers
