@@ -321,6 +321,12 @@ tutti_result_t tutti_comm_set_timeout(tutti_comm_t comm, double seconds) {
     return tutti__error(comm, TUTTI_ERR_INVALID_ARGUMENT, "timeout %g is not a positive number "
                         "of seconds", seconds);
   }
+  /* The progress thread reads the timeout while it runs a request. */
+  if (!tutti__engine_idle(comm)) {
+    comm->op_name = "tutti_comm_set_timeout";
+    return tutti__error_soft(comm, TUTTI_ERR_INVALID_USAGE, "requests of this communicator are "
+                             "still in flight; wait for them (or test them done) first");
+  }
   comm->cfg.timeout_s = seconds;
   return TUTTI_SUCCESS;
 }
