@@ -315,8 +315,11 @@ TUTTI_API tutti_result_t tutti_comm_dup(tutti_comm_t comm, tutti_comm_t *newcomm
  * that are alive and call it agree on who they are and get a new communicator of just them,
  * ordered by their rank in comm. Works on a failed communicator (that is its purpose) and on
  * a healthy one. A rank that died, or that does not call it within half of comm's timeout, is
- * left out. comm stays as it was (failed or not) and must still be destroyed. A rank that
- * cannot join (e.g. it was left out) gets TUTTI_ERR_TIMEOUT or TUTTI_ERR_REMOTE. */
+ * left out. comm stays as it was (failed or not) and must still be destroyed (after a
+ * successful shrink its listener moves to *newcomm, so a second shrink of comm is
+ * TUTTI_ERR_INVALID_USAGE). A rank that cannot join, or cannot be sure it is in the group the
+ * others formed (e.g. it was left out, or called it too late), gets TUTTI_ERR_TIMEOUT or
+ * TUTTI_ERR_REMOTE: the survivors never end in two communicators. */
 TUTTI_API tutti_result_t tutti_comm_shrink(tutti_comm_t comm, tutti_comm_t *newcomm);
 
 /* The deadline, in seconds, of every wait of comm's calls started after this one (and of

@@ -152,6 +152,7 @@ static void comm_free(struct tutti_comm *comm) {
   if (!comm) return;
   tutti__engine_destroy(comm);
   if (comm->listen_fd >= 0) close(comm->listen_fd);
+  if (comm->retired_fd >= 0) close(comm->retired_fd);
   free(comm->userops);
   if (comm->shm) comm->shm->ops->destroy(comm->shm);
   if (comm->tcp) comm->tcp->ops->destroy(comm->tcp);
@@ -173,6 +174,7 @@ tutti_result_t tutti__comm_create(tutti_comm_t *out, int nranks, int rank, uint3
   struct tutti_comm *comm = calloc(1, sizeof *comm);
   if (!comm) return TUTTI_ERR_SYSTEM;
   comm->listen_fd = -1;
+  comm->retired_fd = -1;
   comm->rank = rank;
   comm->nranks = nranks;
   comm->op_name = op;

@@ -167,6 +167,9 @@ struct tutti_comm {
   int64_t call_start_ns;
   unsigned report_seen; /* SIGUSR1 reports already written (forensics.c) */
   int listen_fd;       /* the data listener, kept open for tutti_comm_shrink */
+  int retired_fd;      /* the listener of the communicator this one was shrunk from, or -1:
+                        * kept open so that a rank calling shrink there too late times out
+                        * instead of taking a refusal for a death (shrink.c) */
   tutti_fingerprint_t fp; /* the call whose messages are being posted */
   /* The API call in progress, for messages. Atomic because the caller's thread names its
    * call while the progress thread may be reporting an error of an earlier request. */
