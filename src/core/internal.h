@@ -164,6 +164,7 @@ struct tutti_comm {
   struct tutti_transport *tcp;
   uint32_t seq;        /* collectives started on this communicator */
   uint32_t call_seq;   /* the collective running now (its seq), or 0 between calls */
+  uint32_t verify_seq; /* the oldest rooted call some local peer had not published, or 0 */
   int64_t call_start_ns;
   unsigned report_seen; /* SIGUSR1 reports already written (forensics.c) */
   int listen_fd;       /* the data listener, kept open for tutti_comm_shrink */
