@@ -61,7 +61,11 @@ typedef enum {
    * max 57344). They combine in float32 and round to nearest even; E4M3 saturates to +-448
    * on overflow, E5M2 overflows to infinity as IEEE does. */
   TUTTI_FLOAT8_E4M3,
-  TUTTI_FLOAT8_E5M2
+  TUTTI_FLOAT8_E5M2,
+  /* 16-bit integers, appended so the values above keep their numbers. Integer rules apply
+   * (wrapping SUM/PROD, truncating AVG, the bitwise ops). */
+  TUTTI_INT16,
+  TUTTI_UINT16
 } tutti_dtype_t;
 
 /* AVG: floats divide the sum by nranks; integers divide the sum by nranks, truncating.
