@@ -216,6 +216,28 @@ TUTTI_API tutti_result_t tutti_send(const void *buf, size_t count, tutti_dtype_t
 TUTTI_API tutti_result_t tutti_recv(void *buf, size_t count, tutti_dtype_t dtype, int peer,
                                     tutti_comm_t comm);
 
+/* Tagged point-to-point (MPI_Send / MPI_Recv). A message carries a tag >= 0 (the untagged
+ * calls above send and receive tag 0). A receive takes the first message, in the order that
+ * source sent them, whose source and tag it names; TUTTI_ANY_SOURCE and TUTTI_ANY_TAG match
+ * any. A message that arrives before a receive matches it is kept in memory (sends never wait
+ * for the matching receive to be posted), so tag 3 can be received before an earlier tag 7.
+ * Count and dtype must agree between a send and the receive that matches it (else
+ * TUTTI_ERR_INVALID_USAGE on both). Point-to-point and collective messages between two ranks
+ * share one ordered stream: a receive cannot skip over a collective's message. */
+#define TUTTI_ANY_SOURCE (-1)
+#define TUTTI_ANY_TAG (-1)
+/* Who sent the message a receive matched, and its tag (MPI_Status). */
+typedef struct {
+  int source;
+  int tag;
+} tutti_status_t;
+
+TUTTI_API tutti_result_t tutti_send_tag(const void *buf, size_t count, tutti_dtype_t dtype,
+                                        int peer, int tag, tutti_comm_t comm);
+/* peer may be TUTTI_ANY_SOURCE, tag TUTTI_ANY_TAG; status (may be NULL) gets the match. */
+TUTTI_API tutti_result_t tutti_recv_tag(void *buf, size_t count, tutti_dtype_t dtype, int peer,
+                                        int tag, tutti_comm_t comm, tutti_status_t *status);
+
 /* ---- Non-blocking forms ---------------------------------------------------------------- */
 /* Each starts the operation and returns at once with *req; buffers may not be touched until
  * tutti_wait(req) (or tutti_test reporting done). Operations on one communicator complete in
@@ -273,6 +295,11 @@ TUTTI_API tutti_result_t tutti_isend(const void *buf, size_t count, tutti_dtype_
                                      int peer, tutti_comm_t comm, tutti_request_t *req);
 TUTTI_API tutti_result_t tutti_irecv(void *buf, size_t count, tutti_dtype_t dtype, int peer,
                                      tutti_comm_t comm, tutti_request_t *req);
+TUTTI_API tutti_result_t tutti_isend_tag(const void *buf, size_t count, tutti_dtype_t dtype,
+                                         int peer, int tag, tutti_comm_t comm,
+                                         tutti_request_t *req);
+TUTTI_API tutti_result_t tutti_irecv_tag(void *buf, size_t count, tutti_dtype_t dtype, int peer,
+                                         int tag, tutti_comm_t comm, tutti_request_t *req);
 
 /* Blocks (without burning a core) until req is complete and returns its result. The request
  * stays valid, and keeps its result, until tutti_request_free. */
@@ -281,6 +308,9 @@ TUTTI_API tutti_result_t tutti_wait(tutti_request_t req);
 TUTTI_API tutti_result_t tutti_test(tutti_request_t req, int *done);
 /* Releases req; if it is still running, it completes in the background first. */
 TUTTI_API tutti_result_t tutti_request_free(tutti_request_t req);
+/* For a completed receive request: the source and tag of the message it matched. For any
+ * other complete request, source and tag are -1. TUTTI_IN_PROGRESS if req is not done. */
+TUTTI_API tutti_result_t tutti_request_status(tutti_request_t req, tutti_status_t *status);
 
 /* ---- Groups ---------------------------------------------------------------------------- */
 /* Calls made by this thread between tutti_group_start() and tutti_group_end() are collected

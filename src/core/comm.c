@@ -151,6 +151,7 @@ out:
 static void comm_free(struct tutti_comm *comm) {
   if (!comm) return;
   tutti__engine_destroy(comm);
+  tutti__p2p_drop(comm);
   if (comm->listen_fd >= 0) close(comm->listen_fd);
   free(comm->userops);
   if (comm->shm) comm->shm->ops->destroy(comm->shm);

@@ -190,6 +190,7 @@ struct tutti_comm {
     size_t bytes;
     const struct tutti_algo *algo;
   } pick_cache[16];
+  struct tutti_p2p *p2p; /* matched point-to-point receives (p2p_match.c), or NULL */
   void *scratch;       /* reused working memory of the algorithms */
   size_t scratch_bytes;
 };
