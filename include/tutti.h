@@ -126,6 +126,11 @@ TUTTI_API const char *tutti_result_string(tutti_result_t result);
  * on comm. */
 TUTTI_API const char *tutti_comm_last_error(tutti_comm_t comm);
 
+/* Why this thread's latest failed tutti_comm_init_rank / tutti_comm_init_env failed, as a
+ * sentence (there is no communicator to ask), or "" if none has failed. Per thread; valid
+ * until that thread's next init call fails. */
+TUTTI_API const char *tutti_last_init_error(void);
+
 /* ---- Collectives --------------------------------------------------------------------- */
 /* Blocking: each returns when this rank's buffers are complete. In place: all-gather when
  * sendbuf == recvbuf + rank*sendcount; reduce-scatter when recvbuf == sendbuf + rank*recvcount;

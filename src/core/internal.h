@@ -200,6 +200,9 @@ struct tutti_comm {
 tutti_result_t tutti__error(struct tutti_comm *comm, tutti_result_t res, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* Records why this thread's communicator creation failed (tutti_last_init_error). */
+void tutti__init_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* Marks comm failed with res (after tutti__error recorded why) and tells the peers through
  * every transport, so that ranks waiting on this one fail promptly instead of timing out. */
 void tutti__comm_fail(struct tutti_comm *comm, tutti_result_t res);
