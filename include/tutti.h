@@ -69,7 +69,11 @@ typedef enum {
 } tutti_dtype_t;
 
 /* AVG: floats divide the sum by nranks; integers divide the sum by nranks, truncating.
- * FLOAT16/BFLOAT16/FLOAT8 accumulate in float32 and round to nearest even. BAND, BOR, BXOR
+ * FLOAT16/BFLOAT16/FLOAT8 combine two values at a time in float32 and round to nearest even
+ * after each combination: a reduction over n ranks rounds n - 1 times (it is not the float32
+ * sum rounded once), in an order the algorithm chooses (the same on every rank). With
+ * TUTTI_DETERMINISTIC=1 the result is bit for bit the rank-order fold
+ * r = x0, r = round(r op x1), r = round(r op x2), ... for any algorithm. BAND, BOR, BXOR
  * are bitwise and apply to integer dtypes only (TUTTI_ERR_INVALID_ARGUMENT for floats).
  * Values from tutti_op_create_premul_sum() are also tutti_op_t. */
 typedef enum {
