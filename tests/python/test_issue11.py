@@ -15,30 +15,30 @@ def _free_port():
         return s.getsockname()[1]
 
 
+def _clean_exit(err):
+    # Both workers end without dist.destroy_process_group(), as many scripts do.
+    assert "Exception ignored" not in err and "AttributeError" not in err, err
+
+
 @needs_torch
 def test_torch_coalesced_tags_any_source_int16_bool_sparse():
-    out, _, _ = run_ranks(3, "torch_issue11.py", timeout=150)
+    out, _, err = run_ranks(3, "torch_issue11.py", timeout=150)
     assert sorted(out) == [0, 1, 2]
     for r in range(3):
         assert out[r][-1] == "ok", out
+    _clean_exit(err)
 
 
 @needs_torch
 def test_torch_timeout_is_the_deadline():
-    out, _, _ = run_ranks(2, "torch_timeout.py", _free_port(), timeout=120)
+    out, _, err = run_ranks(2, "torch_timeout.py", _free_port(), timeout=120)
     lines = [line for line in out[0] if " timed out in " in line]
     assert len(lines) == 2, out
     for line in lines:
         assert float(line.split(" timed out in ")[1].split()[0]) < 8, line
         assert "Timed out" in line, line
     assert out[0][-1] == "ok" and out[1][-1] == "ok", out
-
-
-@needs_torch
-def test_torch_exit_without_destroy_is_clean():
-    out, _, err = run_ranks(2, "torch_no_destroy.py", timeout=120)
-    assert out[0][-1] == "ok" and out[1][-1] == "ok", out
-    assert "Exception ignored" not in err and "AttributeError" not in err, err
+    _clean_exit(err)
 
 
 def test_init_failure_carries_the_sentence(monkeypatch):
