@@ -57,10 +57,10 @@ def result_string(code):
 
 def error_for(code, message=""):
     """The exception for result `code`; message falls back to the result's name. A timeout's
-    text starts with "Timed out", as torch's own backends word it (callers match on it)."""
+    sentence starts with "Timed out", as torch's own backends word it (callers match on it)."""
     cls = _BY_CODE.get(code, Error)
     text = message or result_string(code)
-    if code == TimeoutExpiredError.code and "Timed out" not in text:
+    if code == TimeoutExpiredError.code and message and "Timed out" not in text:
         text = "Timed out: " + text
     return cls(text, code)
 
