@@ -302,7 +302,8 @@ static tutti_result_t block_once(struct tutti_comm *comm, int64_t deadline,
   int64_t left_ms = (deadline - tutti__now_ns()) / 1000000;
   /* Short slices bound how late an abort from another thread or a dead peer is noticed. */
   int slice = left_ms < 100 ? (int)(left_ms > 0 ? left_ms : 0) : 100;
-  tutti_transport_t *tps[2] = {comm->shm, comm->tcp};
+  /* The in-memory transport never shares a communicator with the others (issue 13 hook). */
+  tutti_transport_t *tps[2] = {comm->mem ? comm->mem : comm->shm, comm->tcp};
   int nw[2] = {0, 0};
   for (int t = 0; t < 2; t++)
     if (tps[t]) nw[t] = collect_wants(comm, tps[t], wants + (t ? nw[0] : 0));
