@@ -259,6 +259,8 @@ static tutti_result_t mem_send(tutti_transport_t *tp, int peer, const struct iov
   mem_transport_t *t = (mem_transport_t *)tp;
   mem_ep_t *dst = &t->g->ep[peer];
   *moved = 0;
+  /* Once any rank failed the group is spent, even for a rank whose bytes are all there. */
+  if (atomic_load_explicit(&t->g->failed, memory_order_relaxed)) TRY(check_failed(t));
   if (atomic_load(&dst->left)) return peer_left(t, peer);
   mem_queue_t *q = NULL;
   TRY(out_queue(t, peer, &q));
@@ -336,6 +338,7 @@ static tutti_result_t mem_recv(tutti_transport_t *tp, int peer, void *buf, size_
   mem_transport_t *t = (mem_transport_t *)tp;
   mem_queue_t *q = queue_at(t->g, t->me, peer);
   *moved = 0;
+  if (atomic_load_explicit(&t->g->failed, memory_order_relaxed)) TRY(check_failed(t));
   if (!q || len == 0 || atomic_load(&q->bytes) == 0) return TUTTI_SUCCESS;
   mem_chunk_t *done = NULL, **done_tail = &done;
   size_t n = 0;

@@ -345,7 +345,9 @@ tutti_result_t tutti__wait_slice(struct tutti_comm *comm, tutti_xfer_t *op, int6
      * core the peer needs, so yield a few times instead and then sleep. */
     if (idle++ == 0) spin_until = tutti__now_ns() + (int64_t)(comm->cfg.spin_us * 1000);
     if (comm->oversubscribed) {
-      if (idle < 8) {
+      /* Thread ranks (mem.c; issue 13 hook) sleep at once: with hundreds of them a core, a
+       * yield only hands the core to another waiter. */
+      if (idle < 8 && !comm->mem) {
         sched_yield();
         continue;
       }
