@@ -93,8 +93,11 @@ TEST(timeout_names_the_silent_rank) {
   for (int r = 0; r < 2; r++) {
     if (c.res[r] != TUTTI_ERR_TIMEOUT) fprintf(stderr, "  rank %d: %s\n", r, c.err[r]);
     ASSERT_EQ(c.res[r], TUTTI_ERR_TIMEOUT);
-    ASSERT(c.secs[r] >= 0.4 && c.secs[r] < 10);
+    ASSERT(c.secs[r] < 10);
   }
+  /* The first to time out waited its deadline; a rank that started late may hear of it
+   * sooner. */
+  ASSERT(c.secs[0] >= 0.4 || c.secs[1] >= 0.4);
   /* Whichever rank timed out first says what it waited for; the other names that rank. */
   ASSERT(strstr(c.err[0], "timed out") || strstr(c.err[1], "timed out"));
 }
