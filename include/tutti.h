@@ -115,6 +115,15 @@ TUTTI_API tutti_result_t tutti_comm_init_rank(tutti_comm_t *comm, int nranks,
  * TUTTI_ADDR or MASTER_ADDR/MASTER_PORT). Rank 0 hosts the rendezvous at that address. */
 TUTTI_API tutti_result_t tutti_comm_init_env(tutti_comm_t *comm);
 
+/* Creates the nranks communicators of one job whose ranks are threads of this process
+ * (ncclCommInitAll's shape): comms[r] is rank r. No rendezvous and no sockets: messages go
+ * through in-process queues, so it suits tests of code written against tutti and runs of
+ * many ranks on one machine. Each communicator is then used from its own thread, as if each
+ * were a process; every collective, point-to-point call and algorithm works as over shm.
+ * Settings come from the environment as for tutti_comm_init_rank (TUTTI_TRANSPORT does not
+ * apply; TUTTI_SHM_QUEUE_SIZE bounds each queue). Each communicator must be destroyed. */
+TUTTI_API tutti_result_t tutti_comm_init_threads(tutti_comm_t *comms, int nranks);
+
 /* Frees the communicator. Never blocks on peers. */
 TUTTI_API tutti_result_t tutti_comm_destroy(tutti_comm_t comm);
 

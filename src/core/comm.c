@@ -172,7 +172,7 @@ out:
   return res;
 }
 
-static void comm_free(struct tutti_comm *comm) {
+void tutti__comm_free(struct tutti_comm *comm) {
   if (!comm) return;
   tutti__engine_destroy(comm);
   tutti__p2p_drop(comm);
@@ -181,6 +181,7 @@ static void comm_free(struct tutti_comm *comm) {
   free(comm->userops);
   if (comm->shm) comm->shm->ops->destroy(comm->shm);
   if (comm->tcp) comm->tcp->ops->destroy(comm->tcp);
+  if (comm->mem) comm->mem->ops->destroy(comm->mem); /* mem transport hook (issue 13) */
   if (comm->scratch) munmap(comm->scratch, comm->scratch_bytes);
   free(comm->wants);
   free(comm->cma_ops);
@@ -191,12 +192,12 @@ static void comm_free(struct tutti_comm *comm) {
   free(comm);
 }
 
-tutti_result_t tutti__comm_create(tutti_comm_t *out, int nranks, int rank, uint32_t ip,
-                                  uint16_t port, const uint8_t *secret, const char *op,
-                                  const tutti_config_t *inherit, int wait_for_root) {
+tutti_result_t tutti__comm_alloc(int nranks, int rank, const char *op,
+                                 const tutti_config_t *inherit, struct tutti_comm **out) {
   char err[256];
   tutti_result_t res = TUTTI_SUCCESS;
   struct tutti_comm *comm = calloc(1, sizeof *comm);
+  *out = NULL;
   if (!comm) return TUTTI_ERR_SYSTEM;
   comm->listen_fd = -1;
   comm->retired_fd = -1;
@@ -225,6 +226,19 @@ tutti_result_t tutti__comm_create(tutti_comm_t *out, int nranks, int rank, uint3
     tutti__error(comm, res, "%s", err);
     goto fail;
   }
+  *out = comm;
+  return TUTTI_SUCCESS;
+fail:
+  tutti__comm_free(comm);
+  return res;
+}
+
+tutti_result_t tutti__comm_create(tutti_comm_t *out, int nranks, int rank, uint32_t ip,
+                                  uint16_t port, const uint8_t *secret, const char *op,
+                                  const tutti_config_t *inherit, int wait_for_root) {
+  struct tutti_comm *comm;
+  tutti_result_t res = tutti__comm_alloc(nranks, rank, op, inherit, &comm);
+  if (res != TUTTI_SUCCESS) return res;
   /* A unique id's rendezvous listens from the moment the id exists, so a refusal is final;
    * a launched job's rank 0 may start its rendezvous after the others try. */
   TRY_GOTO(comm_build(comm, ip, port, secret, wait_for_root), res, fail);
@@ -234,7 +248,7 @@ tutti_result_t tutti__comm_create(tutti_comm_t *out, int nranks, int rank, uint3
   return TUTTI_SUCCESS;
 fail:
   tutti__init_error("%s", comm->last_error[0] ? comm->last_error : tutti_result_string(res));
-  comm_free(comm);
+  tutti__comm_free(comm);
   return res;
 }
 
@@ -325,7 +339,7 @@ tutti_result_t tutti_comm_init_env(tutti_comm_t *comm) {
 
 tutti_result_t tutti_comm_destroy(tutti_comm_t comm) {
   if (!comm) return TUTTI_ERR_INVALID_ARGUMENT;
-  comm_free(comm);
+  tutti__comm_free(comm);
   return TUTTI_SUCCESS;
 }
 
@@ -342,6 +356,10 @@ tutti_result_t tutti_comm_abort(tutti_comm_t comm) {
   if (comm->tcp) {
     comm->tcp->ops->fail(comm->tcp, why);
     comm->tcp->ops->wake(comm->tcp);
+  }
+  if (comm->mem) { /* mem transport hook (issue 13) */
+    comm->mem->ops->fail(comm->mem, why);
+    comm->mem->ops->wake(comm->mem);
   }
   return TUTTI_SUCCESS;
 }

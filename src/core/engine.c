@@ -366,6 +366,7 @@ void tutti__engine_kick(struct tutti_comm *comm) {
   atomic_store(&comm->work_pending, 1);
   if (comm->shm) comm->shm->ops->wake(comm->shm);
   if (comm->tcp) comm->tcp->ops->wake(comm->tcp);
+  if (comm->mem) comm->mem->ops->wake(comm->mem); /* mem transport hook (issue 13) */
 }
 
 int tutti__engine_idle(struct tutti_comm *comm) {

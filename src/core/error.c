@@ -77,6 +77,7 @@ void tutti__comm_fail(struct tutti_comm *comm, tutti_result_t res) {
   comm->failed = res;
   if (comm->shm) comm->shm->ops->fail(comm->shm, comm->last_error);
   if (comm->tcp) comm->tcp->ops->fail(comm->tcp, comm->last_error);
+  if (comm->mem) comm->mem->ops->fail(comm->mem, comm->last_error); /* mem hook (issue 13) */
 }
 
 const char *tutti__peer_desc(const struct tutti_comm *comm, int peer, char *buf, size_t len) {

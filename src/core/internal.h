@@ -60,7 +60,8 @@ void tutti__log_banner(int rank, int nranks, int nlocal, const char *transport, 
 
 /* ---- Configuration ------------------------------------------------------------------- */
 
-enum { TUTTI_TRANSPORT_AUTO = 0, TUTTI_TRANSPORT_SHM, TUTTI_TRANSPORT_TCP };
+/* MEM: peers that are threads of this process (transport/mem.c); never set by TUTTI_TRANSPORT. */
+enum { TUTTI_TRANSPORT_AUTO = 0, TUTTI_TRANSPORT_SHM, TUTTI_TRANSPORT_TCP, TUTTI_TRANSPORT_MEM };
 
 /* One TUTTI_TUNE rule: collective coll (a tutti_coll_t) with lo <= bytes < hi runs the
  * algorithm at index algo of the algorithm table. */
@@ -165,6 +166,7 @@ struct tutti_comm {
   int cma;             /* every rank is on this host and may read the others' memory */
   struct tutti_transport *shm;
   struct tutti_transport *tcp;
+  struct tutti_transport *mem; /* ranks as threads (transport/mem.c; issue 13 hook) */
   uint32_t seq;        /* collectives started on this communicator */
   uint32_t call_seq;   /* the collective running now (its seq), or 0 between calls */
   uint32_t verify_seq; /* the oldest rooted call some local peer had not published, or 0 */

@@ -311,7 +311,8 @@ static tutti_result_t block_once(struct tutti_comm *comm, int64_t deadline,
   int64_t left_ms = (deadline - tutti__now_ns()) / 1000000;
   /* Short slices bound how late an abort from another thread or a dead peer is noticed. */
   int slice = left_ms < 100 ? (int)(left_ms > 0 ? left_ms : 0) : 100;
-  tutti_transport_t *tps[2] = {comm->shm, comm->tcp};
+  /* The in-memory transport never shares a communicator with the others (issue 13 hook). */
+  tutti_transport_t *tps[2] = {comm->mem ? comm->mem : comm->shm, comm->tcp};
   int nw[2] = {0, 0};
   for (int t = 0; t < 2; t++)
     if (tps[t]) nw[t] = collect_wants(comm, tps[t], wants + (t ? nw[0] : 0));
@@ -353,7 +354,9 @@ tutti_result_t tutti__wait_slice(struct tutti_comm *comm, tutti_xfer_t *op, int6
      * core the peer needs, so yield a few times instead and then sleep. */
     if (idle++ == 0) spin_until = tutti__now_ns() + (int64_t)(comm->cfg.spin_us * 1000);
     if (comm->oversubscribed) {
-      if (idle < 8) {
+      /* Thread ranks (mem.c; issue 13 hook) sleep at once: with hundreds of them a core, a
+       * yield only hands the core to another waiter. */
+      if (idle < 8 && !comm->mem) {
         sched_yield();
         continue;
       }
