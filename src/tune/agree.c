@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/internal.h"
 #include "transport/transport.h"
@@ -45,11 +46,20 @@ static void apply_skew(tutti_model_t *m) {
            " (single copy skewed x%g)", f);
 }
 
+static int64_t thread_cpu_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 static void measure(tutti_model_t *m, int save) {
-  int64_t t0 = tutti__now_ns();
+  int64_t t0 = tutti__now_ns(), c0 = thread_cpu_ns();
   tutti_model_t t = {0};
   tutti__measure_caches(&t);
   int ok = tutti__measure_memory(&t) == 0;
+  /* The memory part never sleeps: if it had the CPU less than half its time, other jobs were
+   * running here, and the figures, usable for this job, are not kept for the next ones. */
+  double share = (double)(thread_cpu_ns() - c0) / (double)(tutti__now_ns() - t0 + 1);
   ok &= tutti__measure_threads(&t) == 0;
   tutti__measure_tcp(&t); /* optional: without it tcp keeps its fallbacks */
   t.measure_ms = (double)(tutti__now_ns() - t0) / 1e6;
@@ -60,9 +70,14 @@ static void measure(tutti_model_t *m, int save) {
   }
   t.source = TUTTI_MODEL_MEASURED;
   t.have = 1;
-  snprintf(t.origin, sizeof t.origin, "measured at init in %.1f ms", t.measure_ms);
+  snprintf(t.origin, sizeof t.origin, "measured at init in %.1f ms%s", t.measure_ms,
+           share < 0.5 ? " on a busy machine (not cached)" : "");
   *m = t;
-  if (save) tutti__host_cache_save(m);
+  if (share < 0.5)
+    INFO("tune", -1, "measuring had the CPU %.0f%% of the time (other jobs run here): the "
+         "figures are not cached", share * 100);
+  else if (save)
+    tutti__host_cache_save(m);
 }
 
 /* Overlays the values and rules of the tuning file on m. */

@@ -14,6 +14,7 @@
 #include <netinet/tcp.h>
 #include <pthread.h>
 #include <sched.h>
+#include <assert.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,16 +89,36 @@ static void *partner(void *arg) {
   }
 }
 
-/* Runs the main side of trials of round trips; returns the best trial's seconds per round
- * trip, or -1 if the partner never answered. */
+/* The median of k samples (sorted in place). */
+static double median(double *v, int k) {
+  for (int i = 1; i < k; i++)
+    for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
+      double t = v[j];
+      v[j] = v[j - 1];
+      v[j - 1] = t;
+    }
+  return k ? v[k / 2] : -1;
+}
+
+#define MAX_SAMPLES 512
+
+/* Runs the main side of trials of round trips; returns the median round trip in seconds, or
+ * -1 if the partner never answered. A median, not a mean: on a loaded machine a few round
+ * trips wait for the scheduler, and those say more about the neighbours than the machine. */
 static double run_pair(pair_t *p, int mode, int rounds) {
   pthread_t th;
+  static_assert(MAX_SAMPLES >= 1, "samples");
+  double *v = malloc(MAX_SAMPLES * sizeof *v);
+  int nv = 0;
+  if (!v) return -1;
   atomic_store(&p->turn, 0);
   atomic_store(&p->stop, 0);
   p->mode = mode;
   p->copy_s = -1;
-  if (pthread_create(&th, NULL, partner, p) != 0) return -1;
-  double best = -1;
+  if (pthread_create(&th, NULL, partner, p) != 0) {
+    free(v);
+    return -1;
+  }
   int t = 0;
   for (int k = 0; k < TRIALS; k++) {
     int64_t t0 = tutti__now_ns(), end = t0 + TRIAL_NS, now = t0;
@@ -113,18 +134,17 @@ static double run_pair(pair_t *p, int mode, int rounds) {
         if (tutti__now_ns() > end + 10 * (int64_t)TRIAL_NS) goto out;
       }
       t += 2;
+      int64_t back = tutti__now_ns();
       if (mode == MODE_WRITE) {
-        int64_t c0 = tutti__now_ns();
         memcpy(p->dst, p->buf, p->buf_bytes);
-        double c = (double)(tutti__now_ns() - c0) / 1e9;
+        double c = (double)(tutti__now_ns() - back) / 1e9;
         if (p->copy_s < 0 || c < p->copy_s) p->copy_s = c;
       }
+      /* Keep every sample while there is room, then every fourth. */
+      if (nv < MAX_SAMPLES && (nv < MAX_SAMPLES / 2 || !(done & 3)))
+        v[nv++] = (double)(back - now) / 1e9;
       done++;
       now = tutti__now_ns();
-    }
-    if (done) {
-      double s = (double)(now - t0) / 1e9 / done;
-      if (best < 0 || s < best) best = s;
     }
   }
 out:
@@ -132,7 +152,9 @@ out:
   atomic_fetch_add(&p->turn, 2); /* wakes a partner asleep on the futex */
   futex_wake(&p->turn);
   pthread_join(th, NULL);
-  return best;
+  double med = median(v, nv);
+  free(v);
+  return med;
 }
 
 /* A CPU this process may run on other than the one it runs on now, or -1. */
@@ -159,13 +181,15 @@ int tutti__measure_threads(tutti_model_t *m) {
   int ok = -1;
   if (p->buf && p->dst) {
     memset(p->dst, 0, p->buf_bytes);
+    /* A hand-off or wake-up slower than a scheduler tick measured the scheduler (the partner
+     * was not running), not the machine: such a figure is dropped for the fallback. */
     double rt = run_pair(p, MODE_SPIN, 2000);
-    if (rt > 0) {
+    if (rt > 0 && rt / 2 < 1e-3) {
       m->handoff_s = rt / 2;
       ok = 0;
     }
     rt = run_pair(p, MODE_FUTEX, 200);
-    if (rt > 0) m->wake_s = rt / 2;
+    if (rt > 0 && rt / 2 < 1e-3) m->wake_s = rt / 2;
     if (run_pair(p, MODE_WRITE, 20) > 0 && p->copy_s > 0)
       m->xcore_bps = (double)p->buf_bytes / p->copy_s;
   }
@@ -250,22 +274,21 @@ int tutti__measure_tcp(tutti_model_t *m) {
   }
   memset(big, 1, e.stream_bytes);
   char ping[8] = "tutti!!";
-  double best = -1;
+  double v[3 * 50];
+  int nv = 0;
   for (int k = 0; k < TRIALS; k++) {
     int64_t t0 = tutti__now_ns(), now = t0;
-    int done = 0;
-    while (done < 50 && now < t0 + TRIAL_NS) {
+    for (int done = 0; done < 50 && now < t0 + TRIAL_NS; done++) {
       if (full_io(a, ping, 8, 1) || full_io(a, ping, 8, 0)) goto stop;
-      done++;
-      now = tutti__now_ns();
+      int64_t back = tutti__now_ns();
+      v[nv++] = (double)(back - now) / 1e9 / 2;
+      now = back;
     }
-    double s = (double)(now - t0) / 1e9 / done / 2;
-    if (best < 0 || s < best) best = s;
   }
-  m->tcp_alpha_s = best;
+  m->tcp_alpha_s = median(v, nv);
   memset(ping, 0, sizeof ping);
   if (full_io(a, ping, 8, 1) || full_io(a, ping, 8, 0)) goto stop;
-  best = -1;
+  double best = -1;
   for (int k = 0; k < 2; k++) {
     int64_t t0 = tutti__now_ns();
     if (full_io(a, big, e.stream_bytes, 1) || full_io(a, ping, 1, 0)) goto stop;
