@@ -81,10 +81,8 @@ tutti_result_t tutti__model_agree(struct tutti_comm *comm);
 
 /* ---- measure.c / measure_sync.c -------------------------------------------------------- */
 
-/* Measures this machine into m (every field above but the rules), in a few tens of ms.
- * Returns 0, or -1 if nothing usable could be measured (m then holds the fallbacks). */
-int tutti__measure_machine(tutti_model_t *m);
-/* The parts, each filling its fields of m and returning 0 or -1. */
+/* The parts of measuring this machine (agree.c runs them, a few tens of ms in all), each
+ * filling its fields of m (0 where it could not) and returning 0 or -1. */
 void tutti__measure_caches(tutti_model_t *m);
 int tutti__measure_memory(tutti_model_t *m);
 int tutti__measure_threads(tutti_model_t *m);
