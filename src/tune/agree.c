@@ -58,7 +58,9 @@ static void measure(tutti_model_t *m, int save) {
   tutti__measure_caches(&t);
   int ok = tutti__measure_memory(&t) == 0;
   /* The memory part never sleeps: if it had the CPU less than half its time, other jobs were
-   * running here, and the figures, usable for this job, are not kept for the next ones. */
+   * running here and the figures are rougher. They are kept all the same (measuring again
+   * at every init of a busy machine would cost every job its measurement); the origin says
+   * so, and TUTTI_TUNE_MEASURE=force measures again. */
   double share = (double)(thread_cpu_ns() - c0) / (double)(tutti__now_ns() - t0 + 1);
   tutti__measure_threads(&t); /* a hand-off it could not time keeps its fallback */
   tutti__measure_tcp(&t); /* optional: without it tcp keeps its fallbacks */
@@ -71,13 +73,12 @@ static void measure(tutti_model_t *m, int save) {
   t.source = TUTTI_MODEL_MEASURED;
   t.have = 1;
   snprintf(t.origin, sizeof t.origin, "measured at init in %.1f ms%s", t.measure_ms,
-           share < 0.5 ? " on a busy machine (not cached)" : "");
+           share < 0.5 ? " on a busy machine" : "");
   *m = t;
   if (share < 0.5)
     INFO("tune", -1, "measuring had the CPU %.0f%% of the time (other jobs run here): the "
-         "figures are not cached", share * 100);
-  else if (save)
-    tutti__host_cache_save(m);
+         "figures are rough (TUTTI_TUNE_MEASURE=force measures again)", share * 100);
+  if (save) tutti__host_cache_save(m);
 }
 
 /* Overlays the values and rules of the tuning file on m. */
