@@ -230,14 +230,14 @@ static int parse_size(const char *s, size_t *out) {
   return 0;
 }
 
-static int usage(void) {
-  fprintf(stderr,
+static int usage(FILE *to) {
+  fprintf(to,
           "usage: tutti-tune [-o FILE] [--ns 2,4] [--sizes 64k,256k,1m,4m,16m,64m]\n"
           "                  [--colls allreduce,allgather,reduce_scatter,broadcast]\n"
           "                  [--rounds 3] [--slice-ms 20]\n"
           "Sweeps the algorithms on this host and writes a tuning table for TUTTI_TUNE_FILE\n"
           "(default FILE: $TUTTI_TUNE_FILE, else tutti-tune.table).\n");
-  return 2;
+  return to == stdout ? 0 : 2;
 }
 
 static int parse_opts(int argc, char **argv, opts_t *o) {
@@ -289,7 +289,8 @@ static int parse_opts(int argc, char **argv, opts_t *o) {
 
 int main(int argc, char **argv) {
   opts_t o;
-  if (parse_opts(argc, argv, &o)) return usage();
+  if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) return usage(stdout);
+  if (parse_opts(argc, argv, &o)) return usage(stderr);
   /* The sweep forces each algorithm; rules of an older table or TUTTI_TUNE must not
    * interfere, and the output file is written here, not by the ranks. */
   unsetenv("TUTTI_TUNE");
