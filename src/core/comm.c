@@ -176,6 +176,7 @@ out:
 static void comm_free(struct tutti_comm *comm) {
   if (!comm) return;
   tutti__engine_destroy(comm);
+  tutti__p2p_drop(comm);
   if (comm->listen_fd >= 0) close(comm->listen_fd);
   if (comm->retired_fd >= 0) close(comm->retired_fd);
   free(comm->userops);
@@ -233,6 +234,7 @@ tutti_result_t tutti__comm_create(tutti_comm_t *out, int nranks, int rank, uint3
   *out = comm;
   return TUTTI_SUCCESS;
 fail:
+  tutti__init_error("%s", comm->last_error[0] ? comm->last_error : tutti_result_string(res));
   comm_free(comm);
   return res;
 }
@@ -244,11 +246,15 @@ tutti_result_t tutti_comm_init_rank(tutti_comm_t *comm, int nranks, const tutti_
   if (!comm || !id || nranks < 1 || nranks > TUTTI_MAX_RANKS || rank < 0 || rank >= nranks) {
     WARN("boot", rank, "%s: invalid argument (comm %p, id %p, rank %d of %d)", op,
          (void *)comm, (const void *)id, rank, nranks);
+    tutti__init_error("%s: invalid argument (comm %p, id %p, rank %d of %d ranks; at most "
+                      "%d ranks)", op, (void *)comm, (const void *)id, rank, nranks,
+                      TUTTI_MAX_RANKS);
     return TUTTI_ERR_INVALID_ARGUMENT;
   }
   *comm = NULL;
   if (tutti__uid_unpack(id, &f) != TUTTI_SUCCESS) {
     WARN("boot", rank, "%s: the id was not made by tutti_get_unique_id", op);
+    tutti__init_error("%s: the id was not made by tutti_get_unique_id", op);
     return TUTTI_ERR_INVALID_ARGUMENT;
   }
   return tutti__comm_create(comm, nranks, rank, f.ip, f.port, f.secret, op, NULL, 0);
@@ -283,6 +289,7 @@ tutti_result_t tutti_comm_init_env(tutti_comm_t *comm) {
   const char *op = "tutti_comm_init_env";
   if (!comm) {
     WARN("boot", -1, "%s: comm is NULL", op);
+    tutti__init_error("%s: comm is NULL", op);
     return TUTTI_ERR_INVALID_ARGUMENT;
   }
   *comm = NULL;
@@ -308,6 +315,7 @@ tutti_result_t tutti_comm_init_env(tutti_comm_t *comm) {
   }
   if (res != TUTTI_SUCCESS) {
     WARN("boot", -1, "%s: %s", op, err);
+    tutti__init_error("%s: %s", op, err);
     tutti__auth_cleanse(secret, sizeof secret);
     return res;
   }

@@ -446,6 +446,20 @@ tutti_result_t tutti_request_free(tutti_request_t req) {
   return TUTTI_SUCCESS;
 }
 
+tutti_result_t tutti_request_status(tutti_request_t req, tutti_status_t *status) {
+  if (!req || !status) return TUTTI_ERR_INVALID_ARGUMENT;
+  tutti_engine_t *e = req->comm->engine;
+  if (e) pthread_mutex_lock(&e->mu);
+  int done = req->done;
+  if (e) pthread_mutex_unlock(&e->mu);
+  if (!done) return TUTTI_IN_PROGRESS;
+  *status = (tutti_status_t){-1, -1};
+  /* The matched receive wrote its source and tag into the transfer (p2p_match.c). */
+  if (req->task.a.coll == TUTTI_COLL_RECV && req->xfer.complete)
+    *status = (tutti_status_t){req->xfer.peer, (int)req->xfer.got.fp.root};
+  return TUTTI_SUCCESS;
+}
+
 tutti_result_t tutti_group_start(void) {
   group.depth++;
   return TUTTI_SUCCESS;

@@ -84,3 +84,16 @@ const char *tutti__peer_desc(const struct tutti_comm *comm, int peer, char *buf,
   snprintf(buf, len, "rank %d (pid %d on host %s)", peer, (int)p->pid, p->host);
   return buf;
 }
+
+/* Per thread, because a failed init has no communicator to hold its sentence, and two
+ * threads may fail to init at once. */
+static _Thread_local char init_error[512];
+
+void tutti__init_error(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(init_error, sizeof init_error, fmt, ap);
+  va_end(ap);
+}
+
+const char *tutti_last_init_error(void) { return init_error; }

@@ -204,6 +204,7 @@ struct tutti_comm {
     size_t bytes;
     const struct tutti_algo *algo;
   } pick_cache[16];
+  struct tutti_p2p *p2p; /* matched point-to-point receives (p2p_match.c), or NULL */
   void *scratch;       /* reused working memory of the algorithms */
   size_t scratch_bytes;
 };
@@ -218,6 +219,9 @@ tutti_result_t tutti__error(struct tutti_comm *comm, tutti_result_t res, const c
  * refused call): it never becomes the communicator's first failure. */
 tutti_result_t tutti__error_soft(struct tutti_comm *comm, tutti_result_t res, const char *fmt,
                                  ...) __attribute__((format(printf, 3, 4)));
+
+/* Records why this thread's communicator creation failed (tutti_last_init_error). */
+void tutti__init_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Marks comm failed with res (after tutti__error recorded why) and tells the peers through
  * every transport, so that ranks waiting on this one fail promptly instead of timing out. */
