@@ -154,6 +154,7 @@ static tutti_result_t comm_build(struct tutti_comm *comm, uint32_t root_ip, uint
   free(table);
   TRY_GOTO(place_peers(comm), res, out);
   TRY_GOTO(connect_transports(comm, dfd), res, out);
+  TRY_GOTO(tutti__model_agree(comm), res, out);
   /* Kept for tutti_comm_shrink: the survivors find each other through these listeners. */
   comm->listen_fd = dfd;
   dfd = -1;

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "tutti.h"
+#include "tune/model.h"
 
 #define TUTTI_HIDDEN __attribute__((visibility("hidden")))
 
@@ -85,6 +86,11 @@ typedef struct tutti_config {
   tutti_tune_rule_t tune[TUTTI_TUNE_MAX_RULES]; /* TUTTI_TUNE, parsed (algo/tuner.c) */
   int ntune;
   int deterministic;      /* TUTTI_DETERMINISTIC: reductions fold ranks in rank order */
+  int tune_measure;       /* TUTTI_TUNE_MEASURE: 0 fallbacks, 1 cache or measure, 2 measure */
+  char tune_file[512];    /* TUTTI_TUNE_FILE: tuning table to load (or save), "" none */
+  /* The machine model of the communicator, the same on every rank (tune/agree.c); filled
+   * at init, inherited with the rest by communicators made from this one. */
+  tutti_model_t model;
 } tutti_config_t;
 
 typedef struct tutti_config_var {
