@@ -13,7 +13,7 @@ SIM_ARGS   ?= --count 4
 JOBS       ?= $(shell nproc)
 CTEST_ARGS ?= --output-on-failure -j $(JOBS)
 
-.PHONY: all demo test test-asan test-tsan fuzz bench bench-peers bench-tuner sim install deb clean
+.PHONY: all demo test test-asan test-tsan fuzz bench bench-peers bench-tuner bench-init sim install deb clean
 
 # make install PREFIX=/opt/tutti (DESTDIR=/stage works too, as with cmake --install).
 PREFIX ?= /usr/local
@@ -59,6 +59,10 @@ bench: all
 	$(BUILD)/bin/tutti-run -n 2 $(BUILD)/bin/tutti-bench -c all -b 8 -e 64M --check
 	TUTTI_TRANSPORT=tcp $(BUILD)/bin/tutti-run -n 2 $(BUILD)/bin/tutti-bench -c all -b 8 -e 64M --check
 	TUTTI_TRANSPORT=shm $(BUILD)/bin/tutti-run -n 4 $(BUILD)/bin/tutti-bench -c all -b 8 -e 64M --check
+
+# Init time of the slowest rank at n = 8, 32, 64 and where it goes (bench/init_time.sh).
+bench-init: all
+	BUILD=$(BUILD) bench/init_time.sh
 
 # tutti against Open MPI, MPICH and gloo (installs them with apt-get if missing); writes
 # bench/results/peers.md and peers_busbw.png. ROUNDS, SIZES, NS override the sweep.

@@ -59,21 +59,26 @@ typedef struct tutti_rdv_entry {
 int tutti__env_local_mismatch(const tutti_rdv_entry_t *table, int nranks, char *err,
                               size_t errlen);
 
-/* Starts the rendezvous server on an already listening socket, in a detached thread that
- * owns lfd: it collects one hello per rank, checks that they agree (world size, no duplicate
- * or out-of-range rank, the job secret), and answers each with the full table or with the
- * reason it refused. It ends when it has answered, or at timeout_s. */
+/* Starts the rendezvous server (rdv_server.c) on an already listening socket, in a detached
+ * thread that owns lfd: it serves every connection at once, collects one hello per rank,
+ * checks that they agree (world size, no duplicate or out-of-range rank, the job secret), and
+ * answers each with the full table or with the reason it refused. While ranks are missing it
+ * logs who has joined and who has not (at 5, 10, 20 ... s, and on SIGUSR1). It ends when it
+ * has answered, or at timeout_s, when it tells every waiting rank which ranks never came. */
 tutti_result_t tutti__rdv_serve(int lfd, const uint8_t secret[TUTTI_SECRET_BYTES],
                                 double timeout_s);
 
 /* Connects to the rendezvous at ip:port (with retry, retrying refusals until the deadline,
- * since it may not be up yet) and returns the socket and the local address the route to it
- * uses. */
-tutti_result_t tutti__rdv_connect(uint32_t ip, uint16_t port, int64_t deadline, int retry,
-                                  int *fd, uint32_t *local_ip, char *err, size_t errlen);
+ * since it may not be up yet, and saying so at growing intervals as rank) and returns the
+ * socket and the local address the route to it uses. */
+tutti_result_t tutti__rdv_connect(uint32_t ip, uint16_t port, int rank, int64_t deadline,
+                                  int retry, int *fd, uint32_t *local_ip, char *err,
+                                  size_t errlen);
 
 /* Sends this rank's hello on fd and waits for the table of nranks entries (malloc'd into
- * *table) and the job id. A refusal comes back as the server's result and reason. */
+ * *table) and the job id, until a few seconds past deadline (the server's own deadline, a
+ * moment earlier, makes it answer with the names of the missing ranks). A refusal comes back
+ * as the server's result and reason. */
 tutti_result_t tutti__rdv_exchange(int fd, const uint8_t secret[TUTTI_SECRET_BYTES], int nranks,
                                    int rank, const tutti_rdv_entry_t *me, int64_t deadline,
                                    tutti_rdv_entry_t **table, uint64_t *job_id, char *err,

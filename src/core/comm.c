@@ -24,7 +24,7 @@ static tutti_result_t listen_ip(const tutti_config_t *cfg, uint32_t fallback, ui
   return TUTTI_SUCCESS;
 }
 
-tutti_result_t tutti_get_unique_id(tutti_unique_id_t *id) {
+tutti_result_t tutti__unique_id_at(const uint32_t *ip, tutti_unique_id_t *id) {
   if (!id) {
     WARN("boot", -1, "tutti_get_unique_id: id is NULL");
     return TUTTI_ERR_INVALID_ARGUMENT;
@@ -36,13 +36,19 @@ tutti_result_t tutti_get_unique_id(tutti_unique_id_t *id) {
   tutti_result_t res = tutti__config_load(&cfg, err, sizeof err);
   /* Without an interface named, the rendezvous stays on loopback: nothing off this host can
    * reach it unless the user asks for it. */
-  if (res == TUTTI_SUCCESS) res = listen_ip(&cfg, htonl(INADDR_LOOPBACK), &f.ip, err, sizeof err);
+  if (res == TUTTI_SUCCESS && ip) f.ip = *ip;
+  else if (res == TUTTI_SUCCESS)
+    res = listen_ip(&cfg, htonl(INADDR_LOOPBACK), &f.ip, err, sizeof err);
   if (res == TUTTI_SUCCESS) res = tutti__sock_listen(f.ip, 0, 1024, &lfd, &f.port, err, sizeof err);
   if (res == TUTTI_SUCCESS && getrandom(f.secret, sizeof f.secret, 0) != sizeof f.secret) {
     snprintf(err, sizeof err, "getrandom failed");
     res = TUTTI_ERR_SYSTEM;
   }
-  if (res == TUTTI_SUCCESS) res = tutti__rdv_serve(lfd, f.secret, cfg.timeout_s);
+  if (res == TUTTI_SUCCESS) {
+    /* The rendezvous thread answers SIGUSR1 from now on; it must not kill the process. */
+    tutti__forensics_install(&cfg);
+    res = tutti__rdv_serve(lfd, f.secret, cfg.init_timeout_s);
+  }
   if (res != TUTTI_SUCCESS) {
     if (lfd >= 0) close(lfd);
     WARN("boot", -1, "tutti_get_unique_id: %s", err);
@@ -51,6 +57,8 @@ tutti_result_t tutti_get_unique_id(tutti_unique_id_t *id) {
   tutti__uid_pack(&f, id);
   return TUTTI_SUCCESS;
 }
+
+tutti_result_t tutti_get_unique_id(tutti_unique_id_t *id) { return tutti__unique_id_at(NULL, id); }
 
 /* Groups ranks by host and picks each peer's transport. */
 static tutti_result_t place_peers(struct tutti_comm *comm) {
@@ -107,15 +115,16 @@ static tutti_result_t comm_build(struct tutti_comm *comm, uint32_t root_ip, uint
   int rfd = -1, dfd = -1;
   tutti_rdv_entry_t me = {0}, *table = NULL;
   tutti_result_t res;
-  int64_t deadline = tutti__deadline_after(comm->cfg.timeout_s);
+  int64_t t_start = tutti__now_ns();
+  int64_t deadline = tutti__deadline_after(comm->cfg.init_timeout_s);
   uint32_t local_ip;
 
   /* The data connections prove this secret too, after the rendezvous. */
   _Static_assert(sizeof comm->secret == TUTTI_SECRET_BYTES, "secret size");
   memcpy(comm->secret, secret, TUTTI_SECRET_BYTES);
 
-  res = tutti__rdv_connect(root_ip, root_port, deadline, wait_for_root, &rfd, &local_ip, err,
-                           sizeof err);
+  res = tutti__rdv_connect(root_ip, root_port, comm->rank, deadline, wait_for_root, &rfd,
+                           &local_ip, err, sizeof err);
   if (res != TUTTI_SUCCESS) {
     char a[64], why[sizeof err];
     snprintf(why, sizeof why, "%s", err);
@@ -152,6 +161,7 @@ static tutti_result_t comm_build(struct tutti_comm *comm, uint32_t root_ip, uint
     memcpy(p->boot_id, table[r].boot_id, sizeof p->boot_id);
   }
   free(table);
+  int64_t t_rdv = tutti__now_ns();
   TRY_GOTO(place_peers(comm), res, out);
   TRY_GOTO(connect_transports(comm, dfd), res, out);
   TRY_GOTO(tutti__model_agree(comm), res, out);
@@ -161,8 +171,10 @@ static tutti_result_t comm_build(struct tutti_comm *comm, uint32_t root_ip, uint
   const char *tp = comm->tcp && comm->shm ? "shm+tcp" : comm->tcp ? "tcp"
                  : comm->shm                ? "shm"
                                             : "self";
-  INFO("boot", comm->rank, "joined: %d ranks, %d on this host, transport %s", comm->nranks,
-       comm->nlocal, tp);
+  /* Where init's time goes: the rendezvous (bootstrap) or the transports' set-up. */
+  INFO("boot", comm->rank, "joined: %d ranks, %d on this host, transport %s; rendezvous %.3f s, "
+       "transports %.3f s", comm->nranks, comm->nlocal, tp, (double)(t_rdv - t_start) / 1e9,
+       (double)(tutti__now_ns() - t_rdv) / 1e9);
   tutti__log_banner(comm->rank, comm->nranks, comm->nlocal, tp, comm->cma);
   goto out;
 fail_err:
@@ -240,6 +252,8 @@ tutti_result_t tutti__comm_create(tutti_comm_t *out, int nranks, int rank, uint3
   struct tutti_comm *comm;
   tutti_result_t res = tutti__comm_alloc(nranks, rank, op, inherit, &comm);
   if (res != TUTTI_SUCCESS) return res;
+  /* Before the rendezvous, which may take long: SIGUSR1 there reports, never kills. */
+  tutti__forensics_install(&comm->cfg);
   /* A unique id's rendezvous listens from the moment the id exists, so a refusal is final;
    * a launched job's rank 0 may start its rendezvous after the others try. */
   TRY_GOTO(comm_build(comm, ip, port, secret, wait_for_root), res, fail);
@@ -320,7 +334,8 @@ tutti_result_t tutti_comm_init_env(tutti_comm_t *comm) {
     int lfd;
     res = tutti__sock_listen(ip, htons(env.port), 1024, &lfd, NULL, err, sizeof err);
     if (res == TUTTI_SUCCESS) {
-      res = tutti__rdv_serve(lfd, secret, cfg.timeout_s);
+      tutti__forensics_install(&cfg);
+      res = tutti__rdv_serve(lfd, secret, cfg.init_timeout_s);
       if (res != TUTTI_SUCCESS) {
         close(lfd);
         snprintf(err, sizeof err, "cannot start the rendezvous thread");

@@ -14,6 +14,12 @@ tutti_result_t tutti__comm_create(tutti_comm_t *out, int nranks, int rank, uint3
                                   uint16_t port, const uint8_t *secret, const char *op,
                                   const tutti_config_t *inherit, int wait_for_root);
 
+/* tutti_get_unique_id, with the rendezvous listening on *ip (network order) when ip is not
+ * NULL. A communicator made from another (tutti_comm_split) passes the address its peers
+ * already reach this rank at, so its rendezvous works across hosts without
+ * TUTTI_SOCKET_IFNAME (tutti_get_unique_id alone stays on loopback then). */
+tutti_result_t tutti__unique_id_at(const uint32_t *ip, tutti_unique_id_t *id);
+
 /* The communicator's memory and configuration (inherit's, else the environment's), with
  * nothing connected: tutti__comm_create's first half, and how the in-memory transport
  * (transport/mem.c) makes its thread ranks. On failure nothing is left allocated. */

@@ -17,6 +17,9 @@ static const tutti_config_var_t config_vars[] = {
     {"TUTTI_TRANSPORT", "auto", "auto (shm within a host, tcp across), shm, or tcp"},
     {"TUTTI_ALGO", "auto", "algorithm for every collective: auto or a name from tutti-info"},
     {"TUTTI_TIMEOUT", "600", "seconds before a stuck operation fails with TUTTI_ERR_TIMEOUT"},
+    {"TUTTI_INIT_TIMEOUT", "", "seconds the rendezvous of tutti_comm_init* waits for every rank "
+                               "before failing with TUTTI_ERR_TIMEOUT naming the missing ones; "
+                               "empty: 300 or TUTTI_TIMEOUT, whichever is smaller"},
     {"TUTTI_SOCKET_IFNAME", "", "network interface to listen on; empty: loopback for the "
                                 "unique id, the route to the rendezvous for data"},
     {"TUTTI_CHUNK_SIZE", "262144", "bytes per pipelined chunk of the ring and chain"},
@@ -115,6 +118,16 @@ tutti_result_t tutti__config_parse(tutti_config_lookup_fn get, void *ctx, tutti_
   if (parse_double(value_of(get, ctx, "TUTTI_TIMEOUT"), &cfg->timeout_s) || cfg->timeout_s <= 0) {
     snprintf(err, errlen, "TUTTI_TIMEOUT=%s is not a positive number of seconds up to 1e9",
              value_of(get, ctx, "TUTTI_TIMEOUT"));
+    return TUTTI_ERR_INVALID_ARGUMENT;
+  }
+  /* A job that never forms is usually a launch mistake: it should not wait as long as a
+   * collective may legitimately take. */
+  v = value_of(get, ctx, "TUTTI_INIT_TIMEOUT");
+  if (!*v) {
+    cfg->init_timeout_s = cfg->timeout_s < 300 ? cfg->timeout_s : 300;
+  } else if (parse_double(v, &cfg->init_timeout_s) || cfg->init_timeout_s <= 0) {
+    snprintf(err, errlen, "TUTTI_INIT_TIMEOUT=%s is not a positive number of seconds up to "
+             "1e9", v);
     return TUTTI_ERR_INVALID_ARGUMENT;
   }
   if (parse_size(value_of(get, ctx, "TUTTI_CHUNK_SIZE"), &cfg->chunk_bytes) ||

@@ -37,9 +37,24 @@ static void install(void) {
   sigaction(SIGUSR1, &sa, NULL);
 }
 
+void tutti__forensics_install(const tutti_config_t *cfg) {
+  if (cfg->report_signal) pthread_once(&install_once, install);
+}
+
+unsigned tutti__forensics_signals(void) {
+  return atomic_load_explicit(&report_requests, memory_order_relaxed);
+}
+
+int tutti__forensics_requested(unsigned *seen) {
+  unsigned n = tutti__forensics_signals();
+  if (n == *seen) return 0;
+  *seen = n;
+  return 1;
+}
+
 void tutti__forensics_attach(struct tutti_comm *comm) {
-  if (comm->cfg.report_signal) pthread_once(&install_once, install);
-  comm->report_seen = atomic_load_explicit(&report_requests, memory_order_relaxed);
+  tutti__forensics_install(&comm->cfg);
+  comm->report_seen = tutti__forensics_signals();
 }
 
 /* "call #812 (allreduce)" or "send/recv message #3" for the tag of a message. */

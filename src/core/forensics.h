@@ -26,4 +26,13 @@ void tutti__forensics_poll(struct tutti_comm *comm);
  * makes comm answer only signals that arrive from now on. */
 void tutti__forensics_attach(struct tutti_comm *comm);
 
+/* The same installation before a communicator exists: a SIGUSR1 during the rendezvous must
+ * be reported, not kill the process (the signal's default action). */
+void tutti__forensics_install(const tutti_config_t *cfg);
+
+/* For waits without a communicator (the rendezvous): the number of SIGUSR1 so far, and
+ * whether one arrived since *seen was taken (updating it). Each waiter keeps its own count. */
+unsigned tutti__forensics_signals(void);
+int tutti__forensics_requested(unsigned *seen);
+
 #endif

@@ -77,6 +77,7 @@ typedef struct tutti_config {
   int transport;          /* TUTTI_TRANSPORT */
   char algo[32];          /* TUTTI_ALGO */
   double timeout_s;       /* TUTTI_TIMEOUT */
+  double init_timeout_s;  /* TUTTI_INIT_TIMEOUT: the rendezvous's deadline */
   char ifname[64];        /* TUTTI_SOCKET_IFNAME */
   size_t chunk_bytes;     /* TUTTI_CHUNK_SIZE: pipelining unit of the ring and chain */
   size_t shm_queue_bytes; /* TUTTI_SHM_QUEUE_SIZE: bytes per directed shm queue */

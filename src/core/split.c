@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/comm_create.h"
 #include "core/internal.h"
 
 /* One member of this rank's color, as it is ordered in the new communicator. */
@@ -104,7 +105,8 @@ static tutti_result_t split(struct tutti_comm *comm, int color, int key, tutti_c
   /* The leader's failure to make an id is not returned yet: it still has to take part in the
    * id exchange below, where its blank slot tells its group members. */
   tutti_result_t id_res = TUTTI_SUCCESS;
-  if (newsize > 0 && newrank == 0) id_res = tutti_get_unique_id(&ids[me]);
+  /* The new rendezvous listens where the peers already reach this rank, not on loopback. */
+  if (newsize > 0 && newrank == 0) id_res = tutti__unique_id_at(&comm->peers[me].ip, &ids[me]);
   if (id_res != TUTTI_SUCCESS) memset(&ids[me], 0, sizeof ids[me]);
   step = "exchanging unique ids";
   TRY_GOTO(tutti_allgather(&ids[me], ids, sizeof ids[me], TUTTI_UINT8, comm), res,
