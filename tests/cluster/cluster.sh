@@ -5,8 +5,9 @@
 #   cluster_up H [RATE] [LOSS_PCT]   H hosts h0..h{H-1}: one namespace each plus a bridge
 #                                    namespace; a veth from each host into the bridge; host i is
 #                                    10.77.0.(i+1)/24 on its eth0. RATE (tc tbf, e.g. 1gbit) shapes
-#                                    both ends of every veth; LOSS_PCT (nft numgen) drops that
-#                                    percentage of the packets into every host. Nothing is made
+#                                    both ends of every veth (CLUSTER_BURST: tbf's burst);
+#                                    LOSS_PCT (nft numgen) drops that percentage of the packets
+#                                    into every host. Nothing is made
 #                                    in the calling namespace: every address and rule lives in
 #                                    the run's own namespaces.
 #   cluster_down                     kills what cluster_run started and deletes the namespaces
@@ -20,8 +21,9 @@
 #                                    namespace of its own whose hostname is hHOST
 #   cluster_run JOB SPEC CMD...      starts one rank of CMD per rank of the placement in the
 #                                    background with TUTTI_RANK, TUTTI_WORLD_SIZE, TUTTI_ADDR (rank
-#                                    0's host, a fresh port), TUTTI_SECRET (one per run) and
-#                                    TUTTI_TRANSPORT=auto; output in $CLUSTER_TMP/JOB.RANK;
+#                                    0's host, a fresh port) and TUTTI_SECRET (one per run), and
+#                                    torchrun's RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,
+#                                    MASTER_ADDR, MASTER_PORT; output in $CLUSTER_TMP/JOB.RANK;
 #                                    CLUSTER_ENV (words VAR=value) is added to every rank's env
 #   cluster_wait [LIMIT_S]           waits for the ranks of the last job (killing them all after
 #                                    LIMIT_S, default 300); sets CLUSTER_RC[rank]; returns 0 if
@@ -83,6 +85,21 @@ cluster_up() {
   done
   [ -z "$rate" ] || command -v tc >/dev/null 2>&1 || { CLUSTER_WHY="tc is missing"; return 77; }
   [ -z "$loss" ] || command -v nft >/dev/null 2>&1 || { CLUSTER_WHY="nft is missing"; return 77; }
+  # tbf's bucket: 1 ms at the rate, at least 64 KiB (CLUSTER_BURST overrides). Measured on a
+  # loaded 2-core machine at 1 Gbit/s, 1+1 hosts, 16 MiB broadcast: a 32 KiB bucket gives 40%
+  # of the rate (tbf's timer fires late), 128 KiB 93%; 512 KiB lets a 1 MiB message pass
+  # faster than the rate (120%).
+  local burst=${CLUSTER_BURST:-}
+  if [ -n "$rate" ] && [ -z "$burst" ]; then
+    local bps
+    case $rate in
+    *gbit) bps=$((${rate%gbit} * 1000000000)) ;;
+    *mbit) bps=$((${rate%mbit} * 1000000)) ;;
+    *) CLUSTER_WHY="rate $rate: give it in mbit or gbit"; return 2 ;;
+    esac
+    burst=$((bps / 8 / 1000))
+    [ "$burst" -ge 65536 ] || burst=65536
+  fi
   CLUSTER_TMP=$(mktemp -d "${TMPDIR:-/tmp}/${CLUSTER_TAG}.XXXX")
   CLUSTER_SECRET=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
   trap cluster_down EXIT
@@ -102,10 +119,9 @@ cluster_up() {
       ip -n "$ns" link set eth0 up && ip -n "$ns" link set lo up ||
       { cluster_refuse "cannot create or configure a veth pair"; return 77; }
     if [ -n "$rate" ]; then
-      # burst: enough for the rate at a 1 ms timer; latency: queueing room before tbf drops.
-      ip netns exec "$ns" tc qdisc add dev eth0 root tbf rate "$rate" burst 256kb latency 50ms &&
-        ip netns exec "$br" tc qdisc add dev "vh$h" root tbf rate "$rate" burst 256kb latency 50ms ||
-        { cluster_refuse "tc tbf is refused"; return 77; }
+      ip netns exec "$ns" tc qdisc add dev eth0 root tbf rate "$rate" burst "$burst" latency 50ms &&
+        ip netns exec "$br" tc qdisc add dev "vh$h" root tbf rate "$rate" burst "$burst" \
+          latency 50ms || { cluster_refuse "tc tbf is refused"; return 77; }
     fi
     ip netns exec "$ns" nft add table inet tc 2>/dev/null &&
       ip netns exec "$ns" nft add chain inet tc in '{ type filter hook input priority 0; }' &&
@@ -174,16 +190,25 @@ cluster_run() {
   n=$(cluster_spec_ranks "$spec")
   local -a hosts
   mapfile -t hosts < <(cluster_placement "$spec" "$n") || return 2
-  CLUSTER_PORT=$((CLUSTER_PORT + 1))
+  # A job may use a range of ports from its own (cluster_check: one per algorithm).
+  CLUSTER_PORT=$((CLUSTER_PORT + 100))
   CLUSTER_JOB=$job
   CLUSTER_NRANKS=$n
   CLUSTER_PIDS=()
   CLUSTER_RC=()
   CLUSTER_ADDR="$(cluster_host_ip "${hosts[0]}"):$CLUSTER_PORT"
+  local -a local_rank=() local_size=()
   for ((r = 0; r < n; r++)); do
+    local_rank[r]=$((local_size[hosts[r]] + 0))
+    local_size[hosts[r]]=$((local_size[hosts[r]] + 1))
+  done
+  for ((r = 0; r < n; r++)); do
+    # torchrun's variables too, for torch.distributed programs (gloo).
     # shellcheck disable=SC2086 # CLUSTER_ENV is a word list
     cluster_exec "${hosts[r]}" env TUTTI_RANK=$r TUTTI_WORLD_SIZE=$n TUTTI_ADDR="$CLUSTER_ADDR" \
-      TUTTI_SECRET="$CLUSTER_SECRET" CLUSTER_HOST="${hosts[r]}" ${CLUSTER_ENV:-} "$@" \
+      TUTTI_SECRET="$CLUSTER_SECRET" RANK=$r WORLD_SIZE=$n LOCAL_RANK=${local_rank[r]} \
+      LOCAL_WORLD_SIZE=${local_size[hosts[r]]} MASTER_ADDR="${CLUSTER_ADDR%:*}" \
+      MASTER_PORT=$CLUSTER_PORT CLUSTER_HOST="${hosts[r]}" ${CLUSTER_ENV:-} "$@" \
       >"$CLUSTER_TMP/$job.$r" 2>&1 &
     CLUSTER_PIDS+=($!)
   done
