@@ -30,6 +30,7 @@
 #                                    every rank exited 0
 #   cluster_running                  0 while a rank of the last job still runs
 #   cluster_partition HOST on|off    nft drop of everything in and out of HOST's eth0
+#   cluster_loss HOST PCT            random loss into HOST (nft numgen); PCT 0 lifts it
 #   cluster_link_down HOST           ip link set eth0 down in HOST
 #   cluster_host_ip HOST             10.77.0.(HOST+1)
 #
@@ -250,6 +251,18 @@ cluster_partition() {
   else
     ip netns exec "$ns" nft flush chain inet tc in &&
       ip netns exec "$ns" nft flush chain inet tc out
+  fi
+}
+
+# cluster_loss HOST PCT: drops PCT% of the packets into HOST at random (nft numgen); PCT 0
+# lifts every input rule of HOST (a partition's too).
+cluster_loss() {
+  local ns
+  ns=$(cluster_ns "$1")
+  if [ "$2" = 0 ]; then
+    ip netns exec "$ns" nft flush chain inet tc in
+  else
+    ip netns exec "$ns" nft add rule inet tc in numgen random mod 100 '<' "$2" drop
   fi
 }
 

@@ -8,6 +8,8 @@
 #              CLUSTER_ALGOS (a fresh communicator per algorithm) through every collective,
 #              checked on every rank (cluster_check coll). 3x1 has one rank per host, so
 #              cyclic is block there and runs once.
+#   loss       cyclic 2+1+3, auto: the coll job again with 1% of the packets into every host
+#              dropped at random (nft numgen).
 #   kill       block 3x2, rank 3 (on h1, next to rank 2) SIGKILLs itself: every other rank,
 #              on every host, fails naming it with its pid and host.
 #   partition  block 3x2, TUTTI_TIMEOUT=5: h2 drops everything on its link (nft; with
@@ -16,8 +18,8 @@
 #              also names the call) within its deadline.
 #   split      block 3x2: tutti_comm_split by rank parity (both halves span hosts) and
 #              tutti_comm_dup, each checked with an all-reduce.
-# Overrides: CLUSTER_ALGOS, CLUSTER_SPECS, CLUSTER_CASES (words from "coll kill partition
-# split"), CLUSTER_SMALL / CLUSTER_MEDIUM (counts), CLUSTER_ENV (more variables for every rank,
+# Overrides: CLUSTER_ALGOS, CLUSTER_SPECS, CLUSTER_CASES (words from "coll loss kill
+# partition split"), CLUSTER_SMALL / CLUSTER_MEDIUM (counts), CLUSTER_ENV (more variables for every rank,
 # e.g. TUTTI_SOCKET_IFNAME=eth0).
 # Exits 77 (ctest SKIP) with the reason when the machine cannot make the namespaces, 1 if a
 # check failed. The namespaces are deleted on any exit; the last check is that none is left.
@@ -30,7 +32,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 
 ALGOS=${CLUSTER_ALGOS:-auto,ring,recursive_doubling,rabenseifner,tree}
 SPECS=${CLUSTER_SPECS:-block:3x2 cyclic:3x2 block:2x3 cyclic:2x3 block:3x1 block:2+1+3 cyclic:2+1+3}
-CASES=${CLUSTER_CASES:-coll kill partition split}
+CASES=${CLUSTER_CASES:-coll loss kill partition split}
 SMALL=${CLUSTER_SMALL:-1031}
 MEDIUM=${CLUSTER_MEDIUM:-262147}
 BASE_ENV="TUTTI_DEBUG=none ${CLUSTER_ENV:-}"
@@ -90,6 +92,16 @@ run_coll() {
         sed 's/;  /; /g; s/;$/\n/'
     fi
   done
+}
+
+# 1% of the packets into every host dropped: TCP retransmits, the results stay exact.
+run_loss() {
+  local h spec=cyclic:2+1+3
+  for ((h = 0; h < 3; h++)); do cluster_loss "$h" 1 || fail "loss: nft refused the rule"; done
+  CLUSTER_ENV="$BASE_ENV TUTTI_TIMEOUT=60" cluster_run loss "$spec" "$PROG" coll --algos auto \
+    --small "$SMALL" --medium "$MEDIUM"
+  finish loss 300
+  for ((h = 0; h < 3; h++)); do cluster_loss "$h" 0; done
 }
 
 run_kill() {
@@ -160,6 +172,7 @@ run_split() {
 for c in $CASES; do
   case $c in
   coll) run_coll ;;
+  loss) run_loss ;;
   kill) run_kill ;;
   partition) run_partition ;;
   split) run_split ;;
