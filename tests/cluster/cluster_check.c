@@ -266,7 +266,7 @@ int main(int argc, char **argv) {
   alarm(wd ? (unsigned)atoi(wd) : 240);
   if (argc < 2) usage();
   const char *algos = "auto";
-  size_t small = 1031, medium = 262147;
+  size_t small = 1031, medium = 131075;
   int victim = -1;
   for (int i = 2; i < argc; i++) {
     if (!strcmp(argv[i], "--algos") && i + 1 < argc)

@@ -34,7 +34,7 @@ ALGOS=${CLUSTER_ALGOS:-auto,ring,recursive_doubling,rabenseifner,tree}
 SPECS=${CLUSTER_SPECS:-block:3x2 cyclic:3x2 block:2x3 cyclic:2x3 block:3x1 block:2+1+3 cyclic:2+1+3}
 CASES=${CLUSTER_CASES:-coll loss kill partition split}
 SMALL=${CLUSTER_SMALL:-1031}
-MEDIUM=${CLUSTER_MEDIUM:-262147}
+MEDIUM=${CLUSTER_MEDIUM:-131075}
 BASE_ENV="TUTTI_DEBUG=none ${CLUSTER_ENV:-}"
 failures=0
 T0=$(date +%s)
@@ -155,7 +155,7 @@ run_partition() {
 }
 
 run_split() {
-  CLUSTER_ENV="$BASE_ENV TUTTI_TIMEOUT=10" cluster_run split block:3x2 "$PROG" split
+  CLUSTER_ENV="$BASE_ENV TUTTI_TIMEOUT=5" cluster_run split block:3x2 "$PROG" split
   cluster_wait 90
   local r bad=0
   for ((r = 0; r < CLUSTER_NRANKS; r++)); do
