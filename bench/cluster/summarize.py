@@ -291,7 +291,7 @@ reachable; the issue's targets (90%, 80%) are against the nominal bound.
 """
 
 
-def plot(data, rates, places, progs, colls, sizes, out):
+def plot(data, rates, places, progs, colls, sizes, out, note=""):
     """cluster_busbw.png: busbw against size, one panel per (rate, collective) at the first
     placement, one line per program, the bound dashed. Returns gnuplot's error text or ''."""
     place = places[0]
@@ -316,7 +316,8 @@ def plot(data, rates, places, progs, colls, sizes, out):
     g = ['set terminal pngcairo size 1600,%d font "sans,10"' % (380 * len(rates)),
          'set output "%s"' % os.path.join(out, "cluster_busbw.png"),
          "set multiplot layout %d,%d title \"busbw (GB/s) against size, %s; dashed: the "
-         "host-link bound\"" % (len(rates), len(colls), place.replace("-", " ")),
+         "host-link bound%s\"" % (len(rates), len(colls), place.replace("-", " "),
+                                   ("\\n" + note.replace('"', "'")) if note else ""),
          "set logscale x 2", "set xrange [%d:%d]" % (min(bw_sizes) // 2, max(bw_sizes) * 2),
          "set xtics (%s)" % ", ".join('"%s" %d' % (human(x), x) for x in bw_sizes),
          "set key top left font \",8\"",
@@ -373,7 +374,7 @@ def main():
     md += ["", "## Every cell"]
     md += tables(data, link, rates, places, progs, colls, sizes)
     md += ["", DERIVATION]
-    err = plot(data, rates, places, progs, colls, sizes, out)
+    err = plot(data, rates, places, progs, colls, sizes, out, info.get("note", ""))
     md += ["## Plot", "", "![busbw vs size](cluster_busbw.png)" if not err else
            "gnuplot failed: " + err.strip()]
     with open(os.path.join(out, "cluster.md"), "w") as f:
