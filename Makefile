@@ -9,7 +9,10 @@ TSAN_TESTS ?= ^(nb_check_|abort_check_|coll_check_n3_|ops_check_n3_|split_check_
 JOBS       ?= $(shell nproc)
 CTEST_ARGS ?= --output-on-failure -j $(JOBS)
 
-.PHONY: all demo test test-asan test-tsan fuzz bench bench-peers bench-tuner clean
+.PHONY: all demo test test-asan test-tsan fuzz bench bench-peers bench-tuner install deb clean
+
+# make install PREFIX=/opt/tutti (DESTDIR=/stage works too, as with cmake --install).
+PREFIX ?= /usr/local
 
 all: $(BUILD)/Makefile
 	@cmake --build $(BUILD) -j $(JOBS) -- --no-print-directory
@@ -17,8 +20,17 @@ all: $(BUILD)/Makefile
 $(BUILD)/Makefile: CMakeLists.txt
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 
-demo: all
+# Only what the demo runs (the library, tutti-run, tutti-demo); the tests build under make test.
+demo: $(BUILD)/Makefile
+	@cmake --build $(BUILD) -j $(JOBS) --target tutti-run tutti-demo -- --no-print-directory
 	$(BUILD)/bin/tutti-run -n 3 $(BUILD)/bin/tutti-demo
+
+install: all
+	DESTDIR="$(DESTDIR)" cmake --install $(BUILD) --prefix "$(PREFIX)"
+
+# The .deb (library, header, pkg-config/CMake files, programs, man pages, Python package).
+deb: all
+	cd $(BUILD) && cpack -G DEB
 
 test: all
 	cd $(BUILD) && ctest $(CTEST_ARGS)

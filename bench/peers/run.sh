@@ -103,10 +103,16 @@ run() {
   sed -n 's/^\[[0-9]*\] //; /^{/p' "$f.out" >"$f.jsonl"
   rm -f "$f.out"
   [ -s "$f.err" ] || rm -f "$f.err"
-  log "round $round/$ROUNDS $name n=$n: $(wc -l <"$f.jsonl") rows, $(($(date +%s) - t0)) s, status $status"
+  cells_done=$((cells_done + 1))
+  local left=$((cells_total - cells_done)) spent=$(($(date +%s) - start))
+  log "cell $cells_done/$cells_total (round $round/$ROUNDS $name n=$n): $(wc -l <"$f.jsonl") rows, $(($(date +%s) - t0)) s, status $status; $left left, about $((spent * left / cells_done / 60)) min $((spent * left / cells_done % 60)) s to go"
 }
 
 start=$(date +%s)
+# Progress: every run is one cell (a program at one n, or one of the two tcp runs of a round).
+cells_total=$((ROUNDS * ($(echo $NS | wc -w) * $(echo $PROGRAMS | wc -w) + 2)))
+cells_done=0
+log "$cells_total cells: $ROUNDS rounds x (n in $NS x $PROGRAMS, + tutti tcp and raw tcp)"
 round=1
 while [ "$round" -le "$ROUNDS" ]; do
   for n in $NS; do

@@ -31,12 +31,16 @@ typedef struct tutti_env_info {
   int size;
   char host[256];
   uint16_t port;      /* host order */
-  const char *source; /* "tutti", "torchrun", "openmpi" or "slurm" */
+  const char *source; /* "tutti", "torchrun", "openmpi", "mpich", "pmix" or "slurm" */
+  int local_rank;     /* the launcher's local rank, or -1 when it sets none */
+  const char *local_var; /* the variable it was read from */
 } tutti_env_info_t;
 
 /* Pure: reads variables through lookup, so tests can feed any environment. */
 tutti_result_t tutti__env_parse(tutti_lookup_fn lookup, void *ctx, tutti_env_info_t *out,
                                 char *err, size_t errlen);
+/* The first host of a Slurm host list ("node[01-04],gpu1" -> "node01"); 0 on success. */
+int tutti__env_first_host(const char *list, char *out, size_t outlen);
 
 /* ---- rendezvous.c --------------------------------------------------------------------- */
 
@@ -45,10 +49,15 @@ typedef struct tutti_rdv_entry {
   int32_t pid;
   uint32_t ip;   /* data listener, network order */
   uint16_t port; /* network order */
-  uint16_t pad;
+  uint16_t local_claim; /* the launcher's local rank + 1 (tutti_comm_init_env); 0: none */
   char host[TUTTI_HOST_BYTES];
   char boot_id[40];
 } tutti_rdv_entry_t;
+
+/* env.c: 1 (and the sentence) if a rank's launcher-given local rank is not its place among the
+ * ranks of its host in the table. Every rank holds the same table, so all agree. */
+int tutti__env_local_mismatch(const tutti_rdv_entry_t *table, int nranks, char *err,
+                              size_t errlen);
 
 /* Starts the rendezvous server on an already listening socket, in a detached thread that
  * owns lfd: it collects one hello per rank, checks that they agree (world size, no duplicate

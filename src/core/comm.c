@@ -85,6 +85,21 @@ static tutti_result_t connect_transports(struct tutti_comm *comm, int data_fd) {
   return TUTTI_SUCCESS;
 }
 
+static const char *lookup_env(const char *name, void *ctx) {
+  (void)ctx;
+  return getenv(name);
+}
+
+/* A launched job's claim to check against the table: the launcher's local rank + 1, or 0. */
+static uint16_t launcher_local_claim(void) {
+  tutti_env_info_t env;
+  char err[320];
+  if (tutti__env_parse(lookup_env, NULL, &env, err, sizeof err) != TUTTI_SUCCESS ||
+      env.local_rank < 0 || env.local_rank >= UINT16_MAX)
+    return 0;
+  return (uint16_t)(env.local_rank + 1);
+}
+
 /* Everything after the rendezvous address is known: hello, table, transports. */
 static tutti_result_t comm_build(struct tutti_comm *comm, uint32_t root_ip, uint16_t root_port,
                                  const uint8_t *secret, int wait_for_root) {
@@ -116,12 +131,18 @@ static tutti_result_t comm_build(struct tutti_comm *comm, uint32_t root_ip, uint
   TRY_GOTO(tutti__sock_listen(me.ip, 0, comm->nranks + 16, &dfd, &me.port, err, sizeof err),
            res, fail_err);
   me.pid = (int32_t)getpid();
+  me.local_claim = wait_for_root ? launcher_local_claim() : 0;
   tutti__host_identity(me.host, me.boot_id);
   TRY_GOTO(tutti__rdv_exchange(rfd, secret, comm->nranks, comm->rank, &me, deadline, &table,
                                &comm->job_id, err, sizeof err),
            res, fail_err);
   close(rfd);
   rfd = -1;
+  if (tutti__env_local_mismatch(table, comm->nranks, err, sizeof err)) {
+    free(table);
+    res = TUTTI_ERR_INVALID_USAGE;
+    goto fail_err;
+  }
   for (int r = 0; r < comm->nranks; r++) {
     tutti_peer_t *p = &comm->peers[r];
     p->pid = table[r].pid;
@@ -136,9 +157,12 @@ static tutti_result_t comm_build(struct tutti_comm *comm, uint32_t root_ip, uint
   /* Kept for tutti_comm_shrink: the survivors find each other through these listeners. */
   comm->listen_fd = dfd;
   dfd = -1;
+  const char *tp = comm->tcp && comm->shm ? "shm+tcp" : comm->tcp ? "tcp"
+                 : comm->shm                ? "shm"
+                                            : "self";
   INFO("boot", comm->rank, "joined: %d ranks, %d on this host, transport %s", comm->nranks,
-       comm->nlocal, comm->tcp && comm->shm ? "shm+tcp" : comm->tcp ? "tcp" : comm->shm ? "shm"
-                                                                                       : "self");
+       comm->nlocal, tp);
+  tutti__log_banner(comm->rank, comm->nranks, comm->nlocal, tp, comm->cma);
   goto out;
 fail_err:
   res = tutti__error(comm, res, "%s", err);
@@ -227,21 +251,19 @@ tutti_result_t tutti_comm_init_rank(tutti_comm_t *comm, int nranks, const tutti_
   return tutti__comm_create(comm, nranks, rank, f.ip, f.port, f.secret, op, NULL, 0);
 }
 
-static const char *lookup_env(const char *name, void *ctx) {
-  (void)ctx;
-  return getenv(name);
-}
-
 /* The job secret of a launched job: TUTTI_SECRET (64 hex digits, set by tutti-run), else all
  * zeros, which authenticates nothing, so a job launched another way is as open as before. */
-static tutti_result_t env_secret(uint8_t secret[TUTTI_SECRET_BYTES], char *err, size_t errlen) {
+static tutti_result_t env_secret(uint8_t secret[TUTTI_SECRET_BYTES], int rank, char *err,
+                                 size_t errlen) {
   static atomic_int told;
   const char *hex = getenv("TUTTI_SECRET");
   if (!hex || !*hex) {
     memset(secret, 0, TUTTI_SECRET_BYTES);
-    if (!atomic_exchange(&told, 1))
-      INFO("boot", -1, "TUTTI_SECRET is not set: connections are not authenticated beyond "
-           "the all-zero secret (tutti-run sets a random one)");
+    /* Once, from rank 0: a launcher other than tutti-run sets no secret. */
+    if (rank == 0 && !atomic_exchange(&told, 1))
+      WARN("boot", 0, "TUTTI_SECRET is not set: this job's connections are not authenticated "
+           "(any process that reaches its ports can join or inject data); export TUTTI_SECRET="
+           "$(openssl rand -hex 32) to every rank, or launch with tutti-run, which sets one");
     return TUTTI_SUCCESS;
   }
   if (tutti__auth_parse_secret(hex, secret) != 0) {
@@ -267,8 +289,8 @@ tutti_result_t tutti_comm_init_env(tutti_comm_t *comm) {
   uint32_t ip;
   uint8_t secret[TUTTI_SECRET_BYTES] = {0};
   tutti_result_t res = tutti__config_load(&cfg, err, sizeof err);
-  if (res == TUTTI_SUCCESS) res = env_secret(secret, err, sizeof err);
   if (res == TUTTI_SUCCESS) res = tutti__env_parse(lookup_env, NULL, &env, err, sizeof err);
+  if (res == TUTTI_SUCCESS) res = env_secret(secret, env.rank, err, sizeof err);
   if (res == TUTTI_SUCCESS) res = tutti__sock_resolve(env.host, &ip, err, sizeof err);
   if (res == TUTTI_SUCCESS && env.rank == 0) {
     int lfd;

@@ -12,6 +12,8 @@
 static const tutti_config_var_t config_vars[] = {
     {"TUTTI_DEBUG", "warn", "log level: none, warn, info or trace"},
     {"TUTTI_DEBUG_SUBSYS", "", "comma list of subsystems to log (boot,shm,net,coll); empty: all"},
+    {"TUTTI_DEBUG_FILE", "", "append logs to this file instead of stderr; %h: host name, "
+                             "%p: pid (e.g. /tmp/tutti.%h.%p.log)"},
     {"TUTTI_TRANSPORT", "auto", "auto (shm within a host, tcp across), shm, or tcp"},
     {"TUTTI_ALGO", "auto", "algorithm for every collective: auto or a name from tutti-info"},
     {"TUTTI_TIMEOUT", "600", "seconds before a stuck operation fails with TUTTI_ERR_TIMEOUT"},
@@ -31,6 +33,16 @@ static const tutti_config_var_t config_vars[] = {
     {"TUTTI_DETERMINISTIC", "0", "1: every reduction folds the ranks in rank order, so results "
                                  "are bitwise the same whatever the algorithm, size or chunking"},
     {"TUTTI_SECRET", "", "hex job secret for tutti_comm_init_env; tutti-run sets a random one"},
+    /* Read by tutti_comm_init_env (bootstrap/env.c), not parsed here: listed so that
+     * tutti-info and docs/env.md show every variable the library reads. */
+    {"TUTTI_RANK", "", "this rank, for tutti_comm_init_env (else RANK, OMPI_COMM_WORLD_RANK, "
+                       "PMI_RANK, PMIX_RANK or SLURM_PROCID)"},
+    {"TUTTI_WORLD_SIZE", "", "number of ranks (else WORLD_SIZE, OMPI_COMM_WORLD_SIZE, "
+                             "PMI_SIZE or SLURM_NTASKS)"},
+    {"TUTTI_ADDR", "", "host:port of the rendezvous rank 0 hosts (else MASTER_ADDR and "
+                       "MASTER_PORT; under srun derived from the step, docs/launching.md)"},
+    {"LOCAL_RANK", "", "the launcher's local rank (or OMPI_COMM_WORLD_LOCAL_RANK, "
+                       "MPI_LOCALRANKID, SLURM_LOCALID), checked against the rendezvous"},
 };
 
 const tutti_config_var_t *tutti__config_table(int *count) {

@@ -45,6 +45,9 @@ int tutti__log_enabled(int level, const char *subsys);
 void tutti__log_write(int level, const char *subsys, int rank, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 void tutti__log_trail(const char *file, int line, tutti_result_t res);
+/* At TUTTI_DEBUG=info, once per process from rank 0 of its first communicator: one line with
+ * the version, size, transport and whether single-copy reads are on. */
+void tutti__log_banner(int rank, int nranks, int nlocal, const char *transport, int cma);
 
 #define TLOG(level, subsys, rank, ...)                                                      \
   do {                                                                                      \

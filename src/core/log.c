@@ -1,5 +1,7 @@
-/* Logging filtered by TUTTI_DEBUG and TUTTI_DEBUG_SUBSYS, prefixed "host:pid [rank]". */
+/* Logging filtered by TUTTI_DEBUG and TUTTI_DEBUG_SUBSYS, prefixed "host:pid [rank]", to
+ * stderr or to TUTTI_DEBUG_FILE (NCCL_DEBUG_FILE's syntax: %h host, %p pid, %% a percent). */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +17,27 @@ static struct {
   int level;
   char subsys[128];
   char host[64];
-} log_state = {PTHREAD_ONCE_INIT, TUTTI_LOG_WARN, "", ""};
+  FILE *out; /* stderr, or the TUTTI_DEBUG_FILE stream (line-buffered, never closed) */
+} log_state = {PTHREAD_ONCE_INIT, TUTTI_LOG_WARN, "", "", NULL};
+
+/* TUTTI_DEBUG_FILE with %h and %p expanded; 0 when it fits. */
+static int expand_path(const char *pat, char *out, size_t outlen) {
+  size_t o = 0;
+  for (const char *p = pat; *p; p++) {
+    char piece[80];
+    const char *add = piece;
+    if (p[0] == '%' && p[1] == 'h') add = log_state.host, p++;
+    else if (p[0] == '%' && p[1] == 'p') snprintf(piece, sizeof piece, "%d", (int)getpid()), p++;
+    else if (p[0] == '%' && p[1] == '%') piece[0] = '%', piece[1] = '\0', p++;
+    else piece[0] = *p, piece[1] = '\0';
+    size_t n = strlen(add);
+    if (o + n >= outlen) return -1;
+    memcpy(out + o, add, n);
+    o += n;
+  }
+  out[o] = '\0';
+  return 0;
+}
 
 static void log_init(void) {
   const char *lvl = getenv("TUTTI_DEBUG");
@@ -30,6 +52,19 @@ static void log_init(void) {
   if (gethostname(log_state.host, sizeof log_state.host) != 0)
     strcpy(log_state.host, "?");
   log_state.host[sizeof log_state.host - 1] = '\0';
+  log_state.out = stderr;
+  const char *file = getenv("TUTTI_DEBUG_FILE");
+  char path[4096];
+  if (file && *file) {
+    FILE *f = expand_path(file, path, sizeof path) == 0 ? fopen(path, "a") : NULL;
+    if (f) {
+      setvbuf(f, NULL, _IOLBF, 0);
+      log_state.out = f;
+    } else {
+      fprintf(stderr, "%s:%d tutti WARN : TUTTI_DEBUG_FILE=%s: cannot open it for appending; "
+              "logging to stderr\n", log_state.host, (int)getpid(), file);
+    }
+  }
 }
 
 int tutti__log_enabled(int level, const char *subsys) {
@@ -50,11 +85,20 @@ void tutti__log_write(int level, const char *subsys, int rank, const char *fmt, 
   va_end(ap);
   /* One fprintf per line keeps lines from different threads whole. */
   if (rank >= 0)
-    fprintf(stderr, "%s:%d [%d] tutti %s %s: %s\n", log_state.host, (int)getpid(), rank,
+    fprintf(log_state.out, "%s:%d [%d] tutti %s %s: %s\n", log_state.host, (int)getpid(), rank,
             names[level], subsys ? subsys : "", msg);
   else
-    fprintf(stderr, "%s:%d tutti %s %s: %s\n", log_state.host, (int)getpid(), names[level],
+    fprintf(log_state.out, "%s:%d tutti %s %s: %s\n", log_state.host, (int)getpid(), names[level],
             subsys ? subsys : "", msg);
+}
+
+void tutti__log_banner(int rank, int nranks, int nlocal, const char *transport, int cma) {
+  static atomic_int told;
+  if (rank != 0 || !tutti__log_enabled(TUTTI_LOG_INFO, "boot") || atomic_exchange(&told, 1))
+    return;
+  tutti__log_write(TUTTI_LOG_INFO, "boot", rank, "tutti %s: %d ranks (%d on this host), "
+                   "transport %s, single-copy reads %s", TUTTI_VERSION_STRING, nranks, nlocal,
+                   transport, cma ? "on" : "off");
 }
 
 void tutti__log_trail(const char *file, int line, tutti_result_t res) {

@@ -113,8 +113,11 @@ report() {
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
   corp=$(ls "$B/corpus/$name" | wc -l)
-  printf '%-12s rc=%-3s execs=%-10s cov=%-6s corpus=%s\n' "$name" "$rc" "${execs:-?}" \
-    "${cov:-?}" "$corp"
+  done_n=$((done_n + 1))
+  local left=$((${#targets[@]} - done_n))
+  printf '%-12s rc=%-3s execs=%-10s cov=%-6s corpus=%s  [%d/%d done, %d left, about %d s to go]\n' \
+    "$name" "$rc" "${execs:-?}" "${cov:-?}" "$corp" "$done_n" "${#targets[@]}" "$left" \
+    $(( (left + parallel - 1) / parallel * SECONDS_EACH ))
   if [ "$rc" != 0 ]; then
     echo "---- $name FAILED; last lines of $log:"
     tail -40 "$log"
@@ -122,7 +125,10 @@ report() {
   fi
 }
 parallel=${FUZZ_PARALLEL:-1}
+done_n=0
+echo "fuzzing ${#targets[@]} targets for $SECONDS_EACH s each, $parallel at a time: about $(( (${#targets[@]} + parallel - 1) / parallel * SECONDS_EACH )) s"
 for name in "${targets[@]}"; do
+  echo "fuzzing $name ($((done_n + ${#pids[@]} + 1))/${#targets[@]}) for $SECONDS_EACH s"
   run_one "$name" &
   pids+=($!)
   names+=("$name")

@@ -18,17 +18,21 @@ grep -Eq '^\[0\] # +size +count +type +redop +root +time +algbw +busbw +#wrong +
 "$bin/tutti-run" -n 3 "$bin/tutti-bench" all --sizes 8,1k,64k --json --roofline -n 3 -w 1 \
   >"$tmp/json" || fail "json run failed"
 sed -n 's/^\[0\] //p' "$tmp/json" | grep '^{' >"$tmp/rows"
-[ "$(wc -l <"$tmp/rows")" -eq 15 ] || fail "expected 15 JSON rows (5 collectives x 3 sizes)"
+[ "$(wc -l <"$tmp/rows")" -eq 27 ] || fail "expected 27 JSON rows (9 collectives x 3 sizes)"
 if [ -x /usr/bin/python3 ]; then
   /usr/bin/python3 - "$tmp/rows" <<'EOF' || fail "JSON rows are inconsistent"
 import json, sys
 factor = {"allreduce": 4 / 3, "allgather": 2 / 3, "reduce_scatter": 2 / 3, "broadcast": 1,
-          "reduce": 1}
+          "reduce": 1, "alltoall": 2 / 3, "sendrecv": 1, "gather": 2 / 3, "scatter": 2 / 3}
+oop_only = {"alltoall", "sendrecv", "gather", "scatter"}
 for line in open(sys.argv[1]):
     o = json.loads(line)
     assert o["nranks"] == 3 and o["type"] == "float32", o
     assert o["roofline"]["copy_gbs"] > 0 and o["roofline"]["reduce_gbs"] > 0, o
+    assert ("in_place" in o) == (o["collective"] not in oop_only), o
     for k in ("out_of_place", "in_place"):
+        if k not in o:
+            continue
         v = o[k]
         assert v["wrong"] == 0 and v["iters"] == 3 and v["minflt_per_op"] >= 0 and "allocs_per_op" in v, o
         algbw = o["size"] / v["time_us"] * 1e-3

@@ -33,7 +33,8 @@ struct bench_run {
   char *send, *recv; /* each at least the largest size of the sweep, pre-faulted */
 };
 
-enum bench_kind { B_ALLREDUCE, B_ALLGATHER, B_REDUCE_SCATTER, B_BROADCAST, B_REDUCE };
+enum bench_kind { B_ALLREDUCE, B_ALLGATHER, B_REDUCE_SCATTER, B_BROADCAST, B_REDUCE, B_ALLTOALL,
+                  B_SENDRECV, B_GATHER, B_SCATTER };
 
 struct bench_coll {
   const char *name;
@@ -42,6 +43,7 @@ struct bench_coll {
   int reduces;   /* prints the op; else "none" */
   int per_rank;  /* the call's count is size/esize/nranks (all-gather, reduce-scatter) */
   int bus_steps; /* busbw = algbw * bus_steps * (n-1)/n; algbw itself when 0 */
+  int oop_only;  /* no in-place form is measured (its columns print N/A) */
 };
 
 extern const struct bench_coll bench_colls[];
@@ -84,8 +86,9 @@ double bench_allocs_now(void);
 
 /* ---- report.c ---- */
 
-/* One timed variant (out of place or in place) of one size. */
+/* One timed variant (out of place or in place) of one size; skipped: not measured (N/A). */
 struct bench_result {
+  int skipped;
   double us, algbw, busbw;
   double wrong;  /* wrong elements over all ranks; < 0 when not checked */
   double minflt; /* minor page faults per call, the most of any rank */
@@ -124,6 +127,9 @@ struct bench_opts {
   long warmup, iters;              /* iters 0: calibrated ("auto") */
   int check, blocking;
   int root;
+  long cycles;                     /* -N: sweeps of every collective; 0: until stopped */
+  double timeout_s;                /* -T: per-call deadline; 0: TUTTI_TIMEOUT's */
+  const char *json_file_ignored;   /* -J FILE: nccl-tests' JSON file, not written here */
   tutti_dtype_t dt;
   tutti_op_t op;
   struct bench_columns cols;
@@ -133,7 +139,7 @@ struct bench_opts {
  * and exits 2 for bad usage. */
 void bench_parse_args(int argc, char **argv, struct bench_opts *o);
 /* Exits 2 with the complaint, printed once (by rank 0) under any launcher. */
-void bench_bad_usage(const char *what, const char *arg);
+void bench_bad_usage(const char *what, const char *arg) __attribute__((noreturn));
 extern const char *const bench_op_names[5];
 
 #endif

@@ -9,16 +9,36 @@
 #include <string.h>
 
 const struct bench_coll bench_colls[] = {
-    {"allreduce", B_ALLREDUCE, 0, 1, 0, 2},
-    {"allgather", B_ALLGATHER, 0, 0, 1, 1},
-    {"reduce_scatter", B_REDUCE_SCATTER, 0, 1, 1, 1},
-    {"broadcast", B_BROADCAST, 1, 0, 0, 0},
-    {"reduce", B_REDUCE, 1, 1, 0, 0},
+    {"allreduce", B_ALLREDUCE, 0, 1, 0, 2, 0},
+    {"allgather", B_ALLGATHER, 0, 0, 1, 1, 0},
+    {"reduce_scatter", B_REDUCE_SCATTER, 0, 1, 1, 1, 0},
+    {"broadcast", B_BROADCAST, 1, 0, 0, 0, 0},
+    {"reduce", B_REDUCE, 1, 1, 0, 0, 0},
+    {"alltoall", B_ALLTOALL, 0, 0, 1, 1, 1},
+    {"sendrecv", B_SENDRECV, 0, 0, 0, 0, 1},
+    {"gather", B_GATHER, 1, 0, 1, 1, 1},
+    {"scatter", B_SCATTER, 1, 0, 1, 1, 1},
 };
 const int bench_ncolls = (int)(sizeof(bench_colls) / sizeof(bench_colls[0]));
 
 double bench_busbw_factor(const struct bench_coll *c, int n) {
   return c->bus_steps ? c->bus_steps * (double)(n - 1) / n : 1.0;
+}
+
+/* nccl-tests' sendrecv: every rank sends to the next and receives from the previous, at once. */
+static tutti_result_t sendrecv(const struct bench_run *b, size_t count) {
+  int n = b->nranks, to = (b->rank + 1) % n, from = (b->rank + n - 1) % n;
+  if (n == 1) { /* no peer: the bytes only move within the rank */
+    memcpy(b->recv, b->send, count * bench_esize(b->dt));
+    return TUTTI_SUCCESS;
+  }
+  tutti_result_t r = tutti_group_start();
+  if (r != TUTTI_SUCCESS)
+    return r;
+  tutti_result_t rs = tutti_send(b->send, count, b->dt, to, b->comm);
+  tutti_result_t rr = tutti_recv(b->recv, count, b->dt, from, b->comm);
+  r = tutti_group_end();
+  return rs != TUTTI_SUCCESS ? rs : rr != TUTTI_SUCCESS ? rr : r;
 }
 
 tutti_result_t bench_call(const struct bench_run *b, const struct bench_coll *c, size_t count) {
@@ -37,6 +57,14 @@ tutti_result_t bench_call(const struct bench_run *b, const struct bench_coll *c,
     return tutti_broadcast(b->inplace ? r : s, r, count, b->dt, b->root, b->comm);
   case B_REDUCE:
     return tutti_reduce(b->inplace ? r : s, r, count, b->dt, b->op, b->root, b->comm);
+  case B_ALLTOALL:
+    return tutti_alltoall(s, r, count, b->dt, b->comm);
+  case B_SENDRECV:
+    return sendrecv(b, count);
+  case B_GATHER:
+    return tutti_gather(s, r, count, b->dt, b->root, b->comm);
+  case B_SCATTER:
+    return tutti_scatter(s, r, count, b->dt, b->root, b->comm);
   }
   return TUTTI_ERR_INVALID_ARGUMENT;
 }
@@ -57,6 +85,14 @@ tutti_result_t bench_icall(const struct bench_run *b, const struct bench_coll *c
     return tutti_ibroadcast(b->inplace ? r : s, r, count, b->dt, b->root, b->comm, req);
   case B_REDUCE:
     return tutti_ireduce(b->inplace ? r : s, r, count, b->dt, b->op, b->root, b->comm, req);
+  case B_ALLTOALL:
+    return tutti_ialltoall(s, r, count, b->dt, b->comm, req);
+  case B_GATHER:
+    return tutti_igather(s, r, count, b->dt, b->root, b->comm, req);
+  case B_SCATTER:
+    return tutti_iscatter(s, r, count, b->dt, b->root, b->comm, req);
+  case B_SENDRECV: /* two requests: tutti-bench runs it blocking (run_calls) */
+    break;
   }
   return TUTTI_ERR_INVALID_ARGUMENT;
 }
@@ -111,8 +147,11 @@ static int wrong_value(const struct bench_run *b, const struct bench_coll *c, do
 tutti_result_t bench_check(const struct bench_run *b, const struct bench_coll *c, size_t count,
                            double *wrong) {
   size_t es = bench_esize(b->dt), n = (size_t)b->nranks, off = (size_t)b->rank * count;
-  size_t in_count = c->kind == B_REDUCE_SCATTER ? count * n : count;
-  size_t out_count = c->kind == B_ALLGATHER ? count * n : count;
+  int root_side = b->rank == b->root;
+  size_t in_count = c->kind == B_REDUCE_SCATTER || c->kind == B_ALLTOALL ||
+                            (c->kind == B_SCATTER && root_side) ? count * n : count;
+  size_t out_count = c->kind == B_ALLGATHER || c->kind == B_ALLTOALL ||
+                             (c->kind == B_GATHER && root_side) ? count * n : count;
   /* Where this rank's input lives for the call bench_call makes, and where its result lands. */
   char *in = b->inplace ? b->recv : b->send, *out = b->recv;
   if (b->inplace && c->kind == B_ALLGATHER)
@@ -122,6 +161,8 @@ tutti_result_t bench_check(const struct bench_run *b, const struct bench_coll *c
   /* All-ones bytes (NaN, -1, or the maximum) in the output first, so an element the call never
    * wrote cannot pass for a result. In place, the input is written over them below. */
   memset(b->recv, 0xff, (c->kind == B_REDUCE_SCATTER ? in_count : out_count) * es);
+  if (c->kind == B_GATHER && !root_side)
+    out_count = 0; /* only the root receives */
   for (size_t j = 0; j < in_count; j++)
     bench_set(in, j, b->dt, input(b, c, b->rank, j));
 
@@ -143,6 +184,12 @@ tutti_result_t bench_check(const struct bench_run *b, const struct bench_coll *c
     switch (c->kind) {
     case B_ALLGATHER: want = input(b, c, (int)(j / count), j % count); break;
     case B_BROADCAST: want = input(b, c, b->root, j); break;
+    case B_GATHER: want = input(b, c, (int)(j / count), j % count); break;
+    case B_SCATTER: want = input(b, c, b->root, off + j); break;
+    case B_SENDRECV: want = input(b, c, (b->rank + b->nranks - 1) % b->nranks, j); break;
+    case B_ALLTOALL: /* block i came from rank i: its elements meant for this rank */
+      want = input(b, c, (int)(j / count), off + j % count);
+      break;
     case B_REDUCE_SCATTER: want = reduced(b, c, off + j); break;
     default: want = reduced(b, c, j); break;
     }

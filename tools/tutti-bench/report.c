@@ -49,6 +49,14 @@ static double pct(const struct bench_result *r, double bound) {
 
 static void text_group(const struct bench_columns *k, const struct bench_result *r,
                        double bound) {
+  if (r->skipped) { /* not measured (no in-place form): the columns stay aligned */
+    printf("  %10s %8s %8s %6s", "N/A", "N/A", "N/A", "N/A");
+    if (k->faults)
+      printf(" %8s %8s", "N/A", "N/A");
+    if (k->roof)
+      printf(" %8s %6s", "N/A", "N/A");
+    return;
+  }
   printf("  %10.2f %8.3f %8.3f", r->us, r->algbw, r->busbw);
   if (r->wrong < 0)
     printf(" %6s", "N/A");
@@ -97,9 +105,9 @@ void bench_print_row(const struct bench_columns *k, const struct bench_row *w) {
     printf("\n");
     break;
   case FMT_CSV:
-    if (w->oop)
+    if (w->oop && !w->oop->skipped)
       csv_line(w, w->oop, 0, bound);
-    if (w->ip)
+    if (w->ip && !w->ip->skipped)
       csv_line(w, w->ip, 1, bound);
     break;
   case FMT_JSON:
@@ -109,9 +117,9 @@ void bench_print_row(const struct bench_columns *k, const struct bench_row *w) {
     if (w->roof)
       printf(",\"roofline\":{\"copy_gbs\":%.4f,\"reduce_gbs\":%.4f,\"bound_gbs\":%.4f}",
              w->roof->copy_gbs, w->roof->reduce_gbs, bound);
-    if (w->oop)
+    if (w->oop && !w->oop->skipped)
       json_group("out_of_place", w->oop, bound);
-    if (w->ip)
+    if (w->ip && !w->ip->skipped)
       json_group("in_place", w->ip, bound);
     printf("}\n");
     break;

@@ -101,6 +101,10 @@ double bench_roof_bound(const struct bench_coll *c, const struct bench_roof *roo
   switch (c->kind) {
   case B_BROADCAST: /* each receiver must copy the S bytes once: busbw = S/t <= copy */
   case B_ALLGATHER: /* each rank must copy the (n-1)/n*S it lacks: busbw <= copy */
+  case B_ALLTOALL:  /* the same bytes, from every peer instead of one fragment each */
+  case B_SENDRECV:  /* S bytes copied once into the receiver */
+  case B_GATHER:    /* the root copies the (n-1)/n*S it lacks */
+  case B_SCATTER:   /* each rank copies its S/n once; the root's copy-out bounds the sum */
     return cp;
   case B_REDUCE_SCATTER: /* (n-1) reduce passes over its S/n slice: busbw <= reduce */
   case B_REDUCE:         /* the same work, spread or not, ends in the root's S bytes */

@@ -19,6 +19,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <math.h>
 #include <poll.h>
 #include <stdarg.h>
@@ -105,73 +106,68 @@ static void usage(FILE *f) {
           "reported but neither stops the others nor fails the job (fault-injection tests).\n");
 }
 
-/* Parses the command line into job and *prog; exits 2 on bad usage. */
+static void bad_usage(const char *fmt, const char *val) {
+  fprintf(stderr, "tutti-run: ");
+  fprintf(stderr, fmt, val);
+  fprintf(stderr, "\n");
+  usage(stderr);
+  exit(2);
+}
+
+/* Parses the command line into job and *prog; exits 2 on bad usage. getopt_long with a
+ * leading '+': options end at PROGRAM, whose own options are left alone. */
 static void parse_args(int argc, char **argv, char ***prog) {
-  int i = 1;
-  for (; i < argc; i++) {
-    const char *a = argv[i];
-    const char *val = NULL;
-    if (strcmp(a, "--") == 0) {
-      i++;
-      break;
-    } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-      usage(stdout);
-      exit(0);
-    } else if (strcmp(a, "-n") == 0 || strcmp(a, "--timeout") == 0 ||
-               strcmp(a, "--tolerate-signal") == 0) {
-      if (i + 1 >= argc) {
-        fprintf(stderr, "tutti-run: %s needs a value\n", a);
-        usage(stderr);
-        exit(2);
-      }
-      val = argv[++i];
-    } else if (strncmp(a, "-n", 2) == 0) {
-      val = a + 2; /* -n4 */
-    } else if (strncmp(a, "--timeout=", 10) == 0) {
-      val = a + 10;
-    } else if (a[0] == '-' && a[1] != '\0') {
-      fprintf(stderr, "tutti-run: unknown option '%s'\n", a);
-      usage(stderr);
-      exit(2);
-    } else {
-      break; /* PROGRAM */
-    }
+  enum { O_TIMEOUT = 256, O_TOLERATE };
+  static const struct option longopts[] = {
+      {"np", required_argument, 0, 'n'},
+      {"timeout", required_argument, 0, O_TIMEOUT},
+      {"tolerate-signal", required_argument, 0, O_TOLERATE},
+      {"help", no_argument, 0, 'h'},
+      {0, 0, 0, 0},
+  };
+  int c;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, "+:n:h", longopts, NULL)) != -1) {
     char *end;
     errno = 0;
-    if (a[1] == 'n') {
-      long n = strtol(val, &end, 10);
-      if (errno || end == val || *end || n < 1 || n > MAX_RANKS) {
-        fprintf(stderr, "tutti-run: -n wants a number of ranks from 1 to %d, not '%s'\n",
-                MAX_RANKS, val);
-        usage(stderr);
-        exit(2);
+    switch (c) {
+    case 'h':
+      usage(stdout);
+      exit(0);
+    case 'n': {
+      long n = strtol(optarg, &end, 10);
+      if (errno || end == optarg || *end || n < 1 || n > MAX_RANKS) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "-n wants a number of ranks from 1 to %d, not '%%s'", MAX_RANKS);
+        bad_usage(msg, optarg);
       }
       job.nranks = (int)n;
-    } else if (strcmp(a, "--tolerate-signal") == 0) {
-      long sig = strtol(val, &end, 10);
-      if (errno || end == val || *end || sig < 1 || sig >= NSIG) {
-        fprintf(stderr, "tutti-run: --tolerate-signal wants a signal number, not '%s'\n", val);
-        usage(stderr);
-        exit(2);
-      }
+      break;
+    }
+    case O_TOLERATE: {
+      long sig = strtol(optarg, &end, 10);
+      if (errno || end == optarg || *end || sig < 1 || sig >= NSIG)
+        bad_usage("--tolerate-signal wants a signal number, not '%s'", optarg);
       job.tolerate_sig = (int)sig;
-    } else {
-      double t = strtod(val, &end);
-      if (errno || end == val || *end || !isfinite(t) || t <= 0) {
-        fprintf(stderr, "tutti-run: --timeout wants a positive number of seconds, not '%s'\n",
-                val);
-        usage(stderr);
-        exit(2);
-      }
+      break;
+    }
+    case O_TIMEOUT: {
+      double t = strtod(optarg, &end);
+      if (errno || end == optarg || *end || !isfinite(t) || t <= 0)
+        bad_usage("--timeout wants a positive number of seconds, not '%s'", optarg);
       job.timeout_s = t;
+      break;
+    }
+    case ':':
+      bad_usage("%s needs a value", argv[optind - 1]);
+      break;
+    default:
+      bad_usage("unknown option '%s'", argv[optind - 1]);
     }
   }
-  if (job.nranks < 1 || i >= argc) {
-    fprintf(stderr, "tutti-run: %s\n", job.nranks < 1 ? "missing -n N" : "missing PROGRAM");
-    usage(stderr);
-    exit(2);
-  }
-  *prog = argv + i;
+  if (job.nranks < 1 || optind >= argc)
+    bad_usage("%s", job.nranks < 1 ? "missing -n N" : "missing PROGRAM");
+  *prog = argv + optind;
 }
 
 /* Sends sig to a running rank: to its whole process group while it still leads one, so what it

@@ -1,7 +1,8 @@
 """Finds libtutti.so and declares the C signatures of include/tutti.h for ctypes.
 
 Lookup order: $TUTTI_LIBRARY; the build tree next to this package
-(bindings/python/tutti -> ../../../build/lib/libtutti.so); the system (ctypes.util and the
+(bindings/python/tutti -> ../../../build/lib/libtutti.so); an installed package's libdir
+(recorded by the install rules in _installed.py); the system (ctypes.util and the
 dynamic loader's default path, e.g. an installed prefix in LD_LIBRARY_PATH or ld.so.conf).
 """
 import ctypes
@@ -77,6 +78,11 @@ def _candidates():
         return  # an explicit choice that fails should fail, not fall back silently
     here = os.path.dirname(os.path.abspath(__file__))
     yield os.path.normpath(os.path.join(here, "..", "..", "..", "build", "lib", "libtutti.so"))
+    try:  # an installed package: the install rules record where the library went
+        from ._installed import LIBDIR_FROM_PACKAGE
+        yield os.path.normpath(os.path.join(here, LIBDIR_FROM_PACKAGE, "libtutti.so.0"))
+    except ImportError:
+        pass
     found = ctypes.util.find_library("tutti")
     if found:
         yield found
