@@ -13,4 +13,5 @@ done
 host=$1
 shift
 : "${CLUSTER_TAG:?netns_agent.sh: CLUSTER_TAG is not set}"
+# shellcheck disable=SC2016 # the script is literal: sh expands it
 exec ip netns exec "${CLUSTER_TAG}$host" unshare -u sh -c 'hostname "$0" && eval "$*"' "$host" "$@"

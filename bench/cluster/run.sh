@@ -173,7 +173,7 @@ link_check() {
   esac
   cluster_exec 1 timeout 120 $PY bench/cluster/link_check.py recv 29999 "$mib" >"$2" 2>&1 &
   local recv_pid=$!
-  CLUSTER_PIDS=($recv_pid)
+  CLUSTER_PIDS=("$recv_pid")
   cluster_exec 0 timeout 120 $PY bench/cluster/link_check.py send "$(cluster_host_ip 1)" 29999 \
     "$mib" >/dev/null 2>&1
   wait "$recv_pid"
@@ -215,7 +215,7 @@ done
   echo "sweep: $(($(date +%s) - start)) s"
   echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
 } >>"$RAW/sysinfo.txt"
-[ -z "$(ip netns list | grep "^$CLUSTER_TAG")" ] || log "namespaces left behind!"
+if ip netns list | grep -q "^$CLUSTER_TAG"; then log "namespaces left behind!"; fi
 
 log "writing $OUT/cluster.md and $OUT/cluster_busbw.png"
 $PY bench/cluster/summarize.py "$RAW" "$OUT"

@@ -1,3 +1,5 @@
+# shellcheck shell=bash disable=SC2015,SC2016,SC2034
+# (A && B || fail is meant; the sh -c scripts are literal; CLUSTER_* variables are for callers)
 # tests/cluster/cluster.sh — a cluster of network-namespace "hosts" on one machine (bash
 # library: `. tests/cluster/cluster.sh`). Used by tests/cluster/cluster_test.sh and
 # bench/cluster/run.sh.
@@ -34,7 +36,8 @@
 #   cluster_link_down HOST           ip link set eth0 down in HOST
 #   cluster_host_ip HOST             10.77.0.(HOST+1)
 #
-# Names carry the creating shell's pid and a random tag, so parallel runs never collide. The
+# Names carry the creating shell's pid and a random tag, so parallel runs never collide; and
+# cluster_up deletes the namespaces of runs whose shell is gone (killed before its trap). The
 # script needs root, iproute2 (ip netns), util-linux (unshare) and, for RATE and LOSS, tc and nft;
 # cluster_up returns 77 with CLUSTER_WHY set when the machine refuses any of it.
 
@@ -71,6 +74,19 @@ cluster_down() {
   return $rc
 }
 
+# Namespaces of runs that died without their EXIT trap (SIGKILL, e.g. a ctest timeout): a name
+# of this library's form whose creating shell is gone.
+cluster_sweep() {
+  local ns pid p
+  for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E '^tc[0-9]+x[0-9]+(h[0-9]+|br)$'); do
+    pid=${ns#tc}
+    pid=${pid%%x*}
+    kill -0 "$pid" 2>/dev/null && continue
+    for p in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$p" 2>/dev/null; done
+    ip netns del "$ns" 2>/dev/null && echo "cluster: deleted $ns, left by a run that is gone" >&2
+  done
+}
+
 cluster_refuse() {
   CLUSTER_WHY=$*
   cluster_down
@@ -101,6 +117,7 @@ cluster_up() {
     burst=$((bps / 8 / 1000))
     [ "$burst" -ge 65536 ] || burst=65536
   fi
+  cluster_sweep
   CLUSTER_TMP=$(mktemp -d "${TMPDIR:-/tmp}/${CLUSTER_TAG}.XXXX")
   CLUSTER_SECRET=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
   trap cluster_down EXIT

@@ -40,6 +40,14 @@ failures=0
 T0=$(date +%s)
 
 [ -x "$PROG" ] || { echo "cluster_test: FAIL: $PROG is not an executable"; exit 1; }
+# A deadline of our own below ctest's TIMEOUT (600 s): ctest kills with SIGKILL, which no trap
+# sees; TERM goes through cluster_down.
+LIMIT=${CLUSTER_TEST_LIMIT:-540}
+(sleep "$LIMIT" && echo "cluster_test: FAIL: still running after $LIMIT s" && kill -TERM $$) &
+WATCHDOG=$!
+# shellcheck disable=SC2317 # called through CLUSTER_ON_EXIT
+stop_watchdog() { kill "$WATCHDOG" 2>/dev/null; }
+CLUSTER_ON_EXIT=stop_watchdog
 cluster_up 3
 case $? in
 0) ;;
