@@ -64,7 +64,10 @@ typedef enum {
   TUTTI_FLOAT8_E5M2
 } tutti_dtype_t;
 
-/* AVG: floats divide the sum by nranks; integers divide the sum by nranks, truncating.
+/* AVG: floats divide the sum by nranks; integers divide the sum by nranks, truncating toward
+ * zero, where the sum is SUM's, computed in the element type and wrapping (two's complement)
+ * like SUM: an int8 AVG of 100 on 2 ranks is (200 wrapped to -56) / 2 = -28. Use a wider
+ * dtype when the sum may not fit.
  * FLOAT16/BFLOAT16/FLOAT8 accumulate in float32 and round to nearest even. BAND, BOR, BXOR
  * are bitwise and apply to integer dtypes only (TUTTI_ERR_INVALID_ARGUMENT for floats).
  * Values from tutti_op_create_premul_sum() are also tutti_op_t. */
@@ -117,9 +120,12 @@ TUTTI_API tutti_result_t tutti_comm_size(tutti_comm_t comm, int *size);
 /* A static string naming the result code. */
 TUTTI_API const char *tutti_result_string(tutti_result_t result);
 
-/* The first error this communicator met, as a sentence ("tutti_allreduce (rank 2 of 4): peer
- * rank 1 (pid 812 on host a) closed the connection"), or "" if none. Valid until the next call
- * on comm. */
+/* The first failure this communicator met, as a sentence ("tutti_allreduce (rank 2 of 4): peer
+ * rank 1 (pid 812 on host a) closed the connection"), or "" if none. A failure is any error
+ * but TUTTI_ERR_INVALID_ARGUMENT (and refusals that leave comm usable, such as
+ * tutti_comm_set_timeout's INVALID_USAGE): its sentence stays first for comm's life, and a
+ * later error is appended after it ("; later: ..."), replacing the previous such note. Before
+ * any failure it is the latest argument error's sentence. Valid until the next call on comm. */
 TUTTI_API const char *tutti_comm_last_error(tutti_comm_t comm);
 
 /* ---- Collectives --------------------------------------------------------------------- */
@@ -173,7 +179,8 @@ TUTTI_API tutti_result_t tutti_reduce_scatterv(const void *sendbuf, void *recvbu
                                                tutti_op_t op, tutti_comm_t comm);
 
 /* Rank i's sendcount elements (== recvcounts[i] at the root) land at recvbuf + displs[i] on
- * the root only; recvcounts, displs and recvbuf are read only at the root. */
+ * the root only; recvcounts, displs and recvbuf are read only at the root. The blocks must
+ * not overlap (TUTTI_ERR_INVALID_ARGUMENT), here and in tutti_allgatherv. */
 TUTTI_API tutti_result_t tutti_gatherv(const void *sendbuf, size_t sendcount, void *recvbuf,
                                        const size_t *recvcounts, const size_t *displs,
                                        tutti_dtype_t dtype, int root, tutti_comm_t comm);
@@ -186,7 +193,8 @@ TUTTI_API tutti_result_t tutti_scatterv(const void *sendbuf, const size_t *sendc
 
 /* sendcounts[j] elements at sendbuf + sdispls[j] go to rank j, landing there at recvbuf +
  * rdispls[i] (i = this rank), with recvcounts[i] on j equal to sendcounts[j] here. Send and
- * receive buffers must not overlap. */
+ * receive buffers must not overlap, nor may two receive blocks (TUTTI_ERR_INVALID_ARGUMENT:
+ * the result would depend on arrival order); send blocks may. No in-place form. */
 TUTTI_API tutti_result_t tutti_alltoallv(const void *sendbuf, const size_t *sendcounts,
                                          const size_t *sdispls, void *recvbuf,
                                          const size_t *recvcounts, const size_t *rdispls,
@@ -195,7 +203,8 @@ TUTTI_API tutti_result_t tutti_alltoallv(const void *sendbuf, const size_t *send
 /* ---- Equal-count forms ----------------------------------------------------------------- */
 
 /* count elements per peer: block j of sendbuf goes to rank j, block i of recvbuf comes from
- * rank i (blocks of count elements). */
+ * rank i (blocks of count elements). No in-place form: sendbuf and recvbuf must not overlap
+ * (sendbuf == recvbuf is TUTTI_ERR_INVALID_ARGUMENT); copy the input aside first. */
 TUTTI_API tutti_result_t tutti_alltoall(const void *sendbuf, void *recvbuf, size_t count,
                                         tutti_dtype_t dtype, tutti_comm_t comm);
 /* The root's recvbuf receives nranks * count elements, rank i's at i * count. */
@@ -284,7 +293,12 @@ TUTTI_API tutti_result_t tutti_request_free(tutti_request_t req);
  * calls inside a group only check their arguments and return; their buffers are complete
  * when tutti_group_end() returns, which returns the first failure among them. All sends and
  * receives of a group are posted at once, so any order of them cannot deadlock; consecutive
- * all-reduces with the same dtype and op travel as one message. */
+ * all-reduces with the same dtype and op travel as one message unless one reads or writes
+ * what an earlier one writes (the ranks agree on that with one small all-reduce first), so
+ * results are those of issue order. A call that fails its checks inside a group returns its
+ * error (sentence in its communicator's tutti_comm_last_error) and does not run; the group's
+ * other calls still run, and tutti_group_end() returns that error too. A group may span any
+ * number of communicators. */
 TUTTI_API tutti_result_t tutti_group_start(void);
 TUTTI_API tutti_result_t tutti_group_end(void);
 
@@ -301,13 +315,17 @@ TUTTI_API tutti_result_t tutti_comm_dup(tutti_comm_t comm, tutti_comm_t *newcomm
  * that are alive and call it agree on who they are and get a new communicator of just them,
  * ordered by their rank in comm. Works on a failed communicator (that is its purpose) and on
  * a healthy one. A rank that died, or that does not call it within half of comm's timeout, is
- * left out. comm stays as it was (failed or not) and must still be destroyed. A rank that
- * cannot join (e.g. it was left out) gets TUTTI_ERR_TIMEOUT or TUTTI_ERR_REMOTE. */
+ * left out. comm stays as it was (failed or not) and must still be destroyed (after a
+ * successful shrink its listener moves to *newcomm, so a second shrink of comm is
+ * TUTTI_ERR_INVALID_USAGE). A rank that cannot join, or cannot be sure it is in the group the
+ * others formed (e.g. it was left out, or called it too late), gets TUTTI_ERR_TIMEOUT or
+ * TUTTI_ERR_REMOTE: the survivors never end in two communicators. */
 TUTTI_API tutti_result_t tutti_comm_shrink(tutti_comm_t comm, tutti_comm_t *newcomm);
 
 /* The deadline, in seconds, of every wait of comm's calls started after this one (and of
- * tutti_comm_shrink); TUTTI_TIMEOUT sets the initial value. Not while requests of comm are in
- * flight. TUTTI_ERR_INVALID_ARGUMENT unless seconds > 0. */
+ * tutti_comm_shrink); TUTTI_TIMEOUT sets the initial value. TUTTI_ERR_INVALID_ARGUMENT unless
+ * seconds > 0; TUTTI_ERR_INVALID_USAGE (timeout unchanged, comm still usable) while a request
+ * of comm is queued or running: wait for it first. */
 TUTTI_API tutti_result_t tutti_comm_set_timeout(tutti_comm_t comm, double seconds);
 
 /* ---- User operations ------------------------------------------------------------------- */

@@ -18,6 +18,9 @@ tutti_result_t tutti__check_array(struct tutti_comm *comm, const size_t *counts,
  * in_place (the call's in-place layout; NULL if it has none). */
 tutti_result_t tutti__check_overlap(struct tutti_comm *comm, const void *sendbuf, size_t sbytes,
                                     const void *recvbuf, size_t rbytes, const void *in_place);
+/* The nranks blocks (counts[i] elements at displs[i]) a call writes must not overlap. */
+tutti_result_t tutti__check_blocks(struct tutti_comm *comm, const size_t *counts,
+                                   const size_t *displs, const char *name);
 /* The elements a buffer described by counts and displs spans: max(displs[i] + counts[i]). */
 size_t tutti__extent(const struct tutti_comm *comm, const size_t *counts, const size_t *displs);
 /* Hands a checked call to the engine (blocking when req is NULL). */

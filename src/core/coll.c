@@ -89,6 +89,40 @@ tutti_result_t tutti__check_overlap(struct tutti_comm *comm, const void *sendbuf
                       "this call does not allow");
 }
 
+static int by_displ(const void *x, const void *y, void *ctx) {
+  const size_t *d = ctx, a = d[*(const int *)x], b = d[*(const int *)y];
+  return a < b ? -1 : a > b;
+}
+
+tutti_result_t tutti__check_blocks(struct tutti_comm *comm, const size_t *counts,
+                                   const size_t *displs, const char *name) {
+  /* Displacements usually increase: one pass proves those disjoint without sorting. */
+  size_t end = 0;
+  int i, n = comm->nranks, sorted = 1;
+  for (i = 0; i < n && sorted; i++)
+    if (counts[i]) {
+      sorted = displs[i] >= end;
+      end = displs[i] + counts[i];
+    }
+  if (sorted) return TUTTI_SUCCESS;
+  int *order = malloc((size_t)n * sizeof *order), k = 0;
+  if (!order) return tutti__error(comm, TUTTI_ERR_SYSTEM, "out of memory");
+  for (i = 0; i < n; i++)
+    if (counts[i]) order[k++] = i;
+  qsort_r(order, (size_t)k, sizeof *order, by_displ, (void *)displs);
+  tutti_result_t res = TUTTI_SUCCESS;
+  for (i = 1; i < k && res == TUTTI_SUCCESS; i++) {
+    int p = order[i - 1], q = order[i];
+    if (displs[p] + counts[p] > displs[q])
+      res = tutti__error(comm, TUTTI_ERR_INVALID_ARGUMENT, "the %s blocks of ranks %d and %d "
+                         "overlap (elements %zu..%zu and %zu..%zu): the result would depend on "
+                         "arrival order", name, p, q, displs[p], displs[p] + counts[p] - 1,
+                         displs[q], displs[q] + counts[q] - 1);
+  }
+  free(order);
+  return res;
+}
+
 size_t tutti__extent(const struct tutti_comm *comm, const size_t *counts, const size_t *displs) {
   size_t end = 0, sum = 0;
   for (int i = 0; i < comm->nranks; i++) {
@@ -188,7 +222,13 @@ tutti_result_t tutti__task_run(struct tutti_comm *comm, tutti_task_t *t) {
       res = tutti__userop_prepare(comm, &a, send_elems(comm, &a), &scaled);
     comm->call_seq = comm->seq;
     comm->call_start_ns = tutti__coarse_ns();
+    tutti__call_publish(comm);
     if (res == TUTTI_SUCCESS) res = run_algorithm(comm, &a);
+    /* In a rooted call a rank may hear from no rank that names another root (receivers read
+     * the root only, roots only send or only receive): compare the published calls of this
+     * host before reporting success. */
+    if (res == TUTTI_SUCCESS && (rooted || comm->verify_seq))
+      res = tutti__call_conflict(comm, rooted);
     free(scaled);
   }
   if (res != TUTTI_SUCCESS) {

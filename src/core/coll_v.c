@@ -24,6 +24,7 @@ static tutti_result_t do_allgatherv(const void *sendbuf, size_t sendcount, void 
                         "recvcounts[%d] = %zu", sendcount, comm->rank, recvcounts[comm->rank]);
   TRY(tutti__need_buf(comm, sendbuf, "sendbuf", sendcount));
   TRY(tutti__need_buf(comm, recvbuf, "recvbuf", total));
+  TRY(tutti__check_blocks(comm, recvcounts, displs, "receive"));
   size_t es = tutti__dtype_size(dtype);
   TRY(tutti__check_overlap(comm, sendbuf, sendcount * es, recvbuf,
                            tutti__extent(comm, recvcounts, displs) * es,
@@ -111,6 +112,7 @@ static tutti_result_t do_rooted(tutti_coll_t kind, const void *sendbuf, void *re
                           "from its entry %zu in the counts array", mycount, counts[root]);
     TRY(tutti__need_buf(comm, gather ? recvbuf : sendbuf, gather ? "recvbuf" : "sendbuf",
                         total));
+    if (gather) TRY(tutti__check_blocks(comm, counts, displs, "receive"));
     /* The root's own block may be its in-place position in the big buffer. */
     size_t es = tutti__dtype_size(dtype), big = tutti__extent(comm, counts, displs) * es;
     if (gather)
@@ -170,6 +172,7 @@ static tutti_result_t do_alltoallv(const void *sendbuf, const size_t *sendcounts
                         sdispls ? "rdispls" : "sdispls");
   TRY(tutti__need_buf(comm, sendbuf, "sendbuf", stotal));
   TRY(tutti__need_buf(comm, recvbuf, "recvbuf", rtotal));
+  TRY(tutti__check_blocks(comm, recvcounts, rdispls, "receive"));
   size_t es = tutti__dtype_size(dtype);
   TRY(tutti__check_overlap(comm, sendbuf, tutti__extent(comm, sendcounts, sdispls) * es, recvbuf,
                            tutti__extent(comm, recvcounts, rdispls) * es, NULL));

@@ -176,6 +176,7 @@ static void comm_free(struct tutti_comm *comm) {
   if (!comm) return;
   tutti__engine_destroy(comm);
   if (comm->listen_fd >= 0) close(comm->listen_fd);
+  if (comm->retired_fd >= 0) close(comm->retired_fd);
   free(comm->userops);
   if (comm->shm) comm->shm->ops->destroy(comm->shm);
   if (comm->tcp) comm->tcp->ops->destroy(comm->tcp);
@@ -197,6 +198,7 @@ tutti_result_t tutti__comm_create(tutti_comm_t *out, int nranks, int rank, uint3
   struct tutti_comm *comm = calloc(1, sizeof *comm);
   if (!comm) return TUTTI_ERR_SYSTEM;
   comm->listen_fd = -1;
+  comm->retired_fd = -1;
   comm->rank = rank;
   comm->nranks = nranks;
   comm->op_name = op;
@@ -342,6 +344,12 @@ tutti_result_t tutti_comm_set_timeout(tutti_comm_t comm, double seconds) {
     comm->op_name = "tutti_comm_set_timeout";
     return tutti__error(comm, TUTTI_ERR_INVALID_ARGUMENT, "timeout %g is not a positive number "
                         "of seconds", seconds);
+  }
+  /* The progress thread reads the timeout while it runs a request. */
+  if (!tutti__engine_idle(comm)) {
+    comm->op_name = "tutti_comm_set_timeout";
+    return tutti__error_soft(comm, TUTTI_ERR_INVALID_USAGE, "requests of this communicator are "
+                             "still in flight; wait for them (or test them done) first");
   }
   comm->cfg.timeout_s = seconds;
   return TUTTI_SUCCESS;

@@ -3,6 +3,7 @@
 #include "kernels/kernels.h"
 
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,6 +18,8 @@ struct tutti_request {
   int user_owned;           /* handed to the user, released by tutti_request_free */
   int released;             /* the user released it before it finished */
   struct tutti_request *members; /* a group: its calls in issue order (linked by next) */
+  struct tutti_request *group_next; /* tutti_group_end's list of per-communicator groups */
+  int queued;               /* a group handed to the progress thread */
 };
 
 typedef struct tutti_engine {
@@ -38,7 +41,12 @@ typedef struct tutti_engine {
 static _Thread_local struct {
   int depth;
   struct tutti_request *head, *tail;
+  tutti_result_t err; /* the first call of the group that failed its checks */
 } group;
+
+void tutti__group_note_error(tutti_result_t res) {
+  if (group.depth > 0 && group.err == TUTTI_SUCCESS) group.err = res;
+}
 
 static struct tutti_request *request_new(struct tutti_comm *comm, const tutti_task_t *t) {
   struct tutti_request *r = calloc(1, sizeof *r);
@@ -117,10 +125,59 @@ static int fusable(const tutti_task_t *t, const tutti_task_t *first) {
          t->a.dtype == first->a.dtype && t->a.op == first->a.op;
 }
 
+static int spans_overlap(const void *a, size_t na, const void *b, size_t nb) {
+  uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+  return na && nb && x < y + nb && y < x + na;
+}
+
+/* Whether member x reads or writes bytes an earlier member of [from, x) writes: then packing
+ * x with them would read (or overwrite) those bytes before the earlier call finished. */
+static int depends_on_earlier(const struct tutti_request *from, const struct tutti_request *x,
+                              size_t es) {
+  size_t bytes = x->task.a.count * es;
+  for (const struct tutti_request *y = from; y != x; y = y->next) {
+    if (tutti__task_is_p2p(&y->task)) continue;
+    size_t yb = y->task.a.count * es;
+    if (spans_overlap(y->task.a.recvbuf, yb, x->task.a.sendbuf, bytes) ||
+        spans_overlap(y->task.a.recvbuf, yb, x->task.a.recvbuf, bytes))
+      return 1;
+  }
+  return 0;
+}
+
+/* Runs the collectives of [m, end) (point-to-point members skipped) as one all-reduce over a
+ * packed buffer. */
+static tutti_result_t run_packed(struct tutti_comm *comm, struct tutti_request *m,
+                                 struct tutti_request *end, size_t total, size_t es) {
+  char *buf = malloc(total * es);
+  if (!buf) return tutti__error(comm, TUTTI_ERR_SYSTEM, "out of memory fusing a group");
+  size_t off = 0;
+  for (struct tutti_request *x = m; x != end; x = x->next)
+    if (!tutti__task_is_p2p(&x->task)) {
+      memcpy(buf + off, x->task.a.sendbuf, x->task.a.count * es);
+      off += x->task.a.count * es;
+    }
+  tutti_task_t fused = m->task;
+  fused.a.sendbuf = fused.a.recvbuf = buf;
+  fused.a.count = total;
+  tutti_result_t res = tutti__task_run(comm, &fused);
+  off = 0;
+  for (struct tutti_request *x = m; res == TUTTI_SUCCESS && x != end; x = x->next)
+    if (!tutti__task_is_p2p(&x->task)) {
+      memcpy(x->task.a.recvbuf, buf + off, x->task.a.count * es);
+      off += x->task.a.count * es;
+    }
+  free(buf);
+  return res;
+}
+
 /* Runs m, and the compatible all-reduces after it (point-to-point members in between are
- * run later and do not break the run), as one all-reduce over a packed buffer. Every rank's
- * group holds the same collectives in the same order, so every rank packs alike. *last is
- * the last member handled. */
+ * run later and do not break the run), packed into as few all-reduces as issue order allows.
+ * Which calls are compatible depends only on what every rank's group holds alike (kind,
+ * dtype, op, count), but whether a call reads an earlier one's output depends on this rank's
+ * buffers, which may differ between ranks; so the ranks first agree (one small MAX
+ * all-reduce) where the run must be cut, and every rank packs alike. *last is the last member
+ * handled. */
 static tutti_result_t run_fused(struct tutti_comm *comm, struct tutti_request *m,
                                 struct tutti_request **last) {
   size_t es = tutti__dtype_size(m->task.a.dtype), total = 0;
@@ -138,25 +195,35 @@ static tutti_result_t run_fused(struct tutti_comm *comm, struct tutti_request *m
     *last = m;
     return tutti__task_run(comm, &m->task);
   }
-  char *buf = malloc(total * es);
-  if (!buf) return tutti__error(comm, TUTTI_ERR_SYSTEM, "out of memory fusing a group");
-  size_t off = 0;
+  uint8_t *cut = calloc((size_t)n, 1);
+  if (!cut) return tutti__error(comm, TUTTI_ERR_SYSTEM, "out of memory fusing a group");
+  int i = 0;
   for (struct tutti_request *x = m; x != (*last)->next; x = x->next)
-    if (!tutti__task_is_p2p(&x->task)) {
-      memcpy(buf + off, x->task.a.sendbuf, x->task.a.count * es);
-      off += x->task.a.count * es;
+    if (!tutti__task_is_p2p(&x->task)) cut[i++] = x != m && depends_on_earlier(m, x, es);
+  tutti_task_t agree = {{.coll = TUTTI_COLL_ALLREDUCE, .sendbuf = cut, .recvbuf = cut,
+                         .count = (size_t)n, .dtype = TUTTI_UINT8, .op = TUTTI_MAX},
+                        m->task.api, NULL};
+  tutti_result_t res = tutti__task_run(comm, &agree);
+  struct tutti_request *seg = m, *end = (*last)->next;
+  size_t seg_total = 0;
+  int seg_n = 0;
+  i = 0;
+  for (struct tutti_request *x = m; res == TUTTI_SUCCESS; x = x->next) {
+    int at_end = x == end;
+    if (!at_end && tutti__task_is_p2p(&x->task)) continue;
+    if (at_end || (x != seg && cut[i])) {
+      res = seg_n == 1 ? tutti__task_run(comm, &seg->task)
+                       : run_packed(comm, seg, x, seg_total, es);
+      seg = x;
+      seg_total = 0;
+      seg_n = 0;
     }
-  tutti_task_t fused = m->task;
-  fused.a.sendbuf = fused.a.recvbuf = buf;
-  fused.a.count = total;
-  tutti_result_t res = tutti__task_run(comm, &fused);
-  off = 0;
-  for (struct tutti_request *x = m; res == TUTTI_SUCCESS && x != (*last)->next; x = x->next)
-    if (!tutti__task_is_p2p(&x->task)) {
-      memcpy(x->task.a.recvbuf, buf + off, x->task.a.count * es);
-      off += x->task.a.count * es;
-    }
-  free(buf);
+    if (at_end) break;
+    seg_total += x->task.a.count;
+    seg_n++;
+    i++;
+  }
+  free(cut);
   return res;
 }
 
@@ -301,7 +368,7 @@ void tutti__engine_kick(struct tutti_comm *comm) {
   if (comm->tcp) comm->tcp->ops->wake(comm->tcp);
 }
 
-static int engine_idle(struct tutti_comm *comm) {
+int tutti__engine_idle(struct tutti_comm *comm) {
   tutti_engine_t *e = comm->engine;
   if (!e) return 1;
   pthread_mutex_lock(&e->mu);
@@ -321,7 +388,7 @@ static tutti_result_t wait_request(struct tutti_request *r) {
 
 tutti_result_t tutti__engine_submit(struct tutti_comm *comm, const tutti_task_t *t,
                                     tutti_request_t *req) {
-  if (!group.depth && !req && engine_idle(comm)) return tutti__task_run(comm, (tutti_task_t *)t);
+  if (!group.depth && !req && tutti__engine_idle(comm)) return tutti__task_run(comm, (tutti_task_t *)t);
   struct tutti_request *r = request_new(comm, t);
   if (!r) return tutti__error(comm, TUTTI_ERR_SYSTEM, "out of memory for a request");
   r->user_owned = req != NULL;
@@ -388,32 +455,62 @@ tutti_result_t tutti_group_start(void) {
  * through its progress thread. Returns the group request, to be waited for. */
 static tutti_result_t launch_group(struct tutti_comm *comm, struct tutti_request *g, int *queued) {
   *queued = 0;
-  if (engine_idle(comm)) {
+  if (tutti__engine_idle(comm)) {
     tutti_result_t res = run_request(comm, g);
     g->result = res;
     g->done = 1;
     finish_members(g, res);
     return res;
   }
-  *queued = 1;
-  return enqueue(comm, g);
+  tutti_result_t res = enqueue(comm, g);
+  if (res != TUTTI_SUCCESS) {
+    g->result = res;
+    g->done = 1;
+    finish_members(g, res);
+  }
+  *queued = res == TUTTI_SUCCESS;
+  return res;
+}
+
+/* Fails the members of rest that could not be grouped, with a sentence on their
+ * communicators, so that no request of the group silently never runs. */
+static tutti_result_t fail_ungrouped(struct tutti_request *rest) {
+  for (struct tutti_request *m = rest; m; m = m->next) {
+    m->comm->op_name = "tutti_group_end";
+    tutti__error(m->comm, TUTTI_ERR_SYSTEM, "out of memory grouping the calls of a group; "
+                 "its call %s did not run", m->task.api ? m->task.api : "");
+  }
+  while (rest) {
+    struct tutti_request *m = rest;
+    rest = m->next;
+    m->next = NULL;
+    m->result = TUTTI_ERR_SYSTEM;
+    m->done = 1;
+    if (!m->user_owned) request_destroy(m);
+  }
+  return TUTTI_ERR_SYSTEM;
 }
 
 tutti_result_t tutti_group_end(void) {
-  if (group.depth == 0) return TUTTI_ERR_INVALID_USAGE;
+  if (group.depth == 0) {
+    WARN("coll", -1, "tutti_group_end without tutti_group_start");
+    return TUTTI_ERR_INVALID_USAGE;
+  }
   if (--group.depth > 0) return TUTTI_SUCCESS;
-  tutti_result_t first = TUTTI_SUCCESS;
-  struct tutti_request *rest = group.head;
+  /* A call that failed its checks inside the group returned its error then, with its
+   * sentence on its communicator; the group's other calls still run (the ranks' groups
+   * stay alike when every rank made the same mistake), and the group reports it too. */
+  tutti_result_t first = group.err;
+  group.err = TUTTI_SUCCESS;
+  struct tutti_request *rest = group.head, *groups = NULL, **gtail = &groups;
   group.head = group.tail = NULL;
   /* One group request per communicator, members kept in issue order. */
-  struct tutti_request *groups[64];
-  int ngroups = 0, queued[64];
   while (rest) {
     struct tutti_comm *comm = rest->comm;
     struct tutti_request *g = request_new(comm, NULL), **tail;
-    if (!g || ngroups == 64) {
-      free(g);
-      first = TUTTI_ERR_SYSTEM;
+    if (!g) {
+      tutti_result_t res = fail_ungrouped(rest);
+      if (first == TUTTI_SUCCESS) first = res;
       break;
     }
     tail = &g->members;
@@ -428,16 +525,19 @@ tutti_result_t tutti_group_end(void) {
       *tail = m;
       tail = &m->next;
     }
-    groups[ngroups++] = g;
+    *gtail = g;
+    gtail = &g->group_next;
   }
-  for (int i = 0; i < ngroups; i++) {
-    tutti_result_t res = launch_group(groups[i]->comm, groups[i], &queued[i]);
+  for (struct tutti_request *g = groups; g; g = g->group_next) {
+    tutti_result_t res = launch_group(g->comm, g, &g->queued);
     if (res != TUTTI_SUCCESS && first == TUTTI_SUCCESS) first = res;
   }
-  for (int i = 0; i < ngroups; i++) {
-    tutti_result_t res = queued[i] ? wait_request(groups[i]) : groups[i]->result;
+  while (groups) {
+    struct tutti_request *g = groups;
+    groups = g->group_next;
+    tutti_result_t res = g->queued ? wait_request(g) : g->result;
     if (res != TUTTI_SUCCESS && first == TUTTI_SUCCESS) first = res;
-    request_destroy(groups[i]);
+    request_destroy(g);
   }
   return first;
 }

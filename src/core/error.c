@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/engine.h"
 #include "core/internal.h"
 #include "transport/transport.h"
 
@@ -25,25 +26,49 @@ const char *tutti_comm_last_error(tutti_comm_t comm) {
   return comm->last_error;
 }
 
-tutti_result_t tutti__error(struct tutti_comm *comm, tutti_result_t res, const char *fmt, ...) {
+/* The first failure is the cause and stays; what comes after is usually its echo, but an
+ * argument error after it is news about that call, so it is kept too, after the cause, in
+ * place of the previous such note. An argument (or soft usage) error before any failure
+ * leaves the communicator usable, so the next error replaces it. */
+static tutti_result_t record(struct tutti_comm *comm, tutti_result_t res, int soft,
+                             const char *fmt, va_list ap) {
   char reason[384];
-  va_list ap;
-  va_start(ap, fmt);
   vsnprintf(reason, sizeof reason, fmt, ap);
-  va_end(ap);
   const char *op = comm->op_name ? comm->op_name : "tutti";
   WARN("coll", comm->rank, "%s: %s (%s)", op, reason, tutti_result_string(res));
-  /* The first failure is the cause; later ones are usually its echoes. An invalid argument
-   * does not break the communicator, so a later real failure may replace its text. */
+  tutti__group_note_error(res);
   char call[48] = "";
   if (comm->call_seq) snprintf(call, sizeof call, " call #%u", comm->call_seq);
   /* A spin lock: held for one snprintf, and only on the error path. */
   while (atomic_flag_test_and_set_explicit(&comm->error_lock, memory_order_acquire)) {
   }
-  if (comm->last_error[0] == '\0' || comm->failed == TUTTI_SUCCESS)
-    snprintf(comm->last_error, sizeof comm->last_error, "%s%s (rank %d of %d): %s", op, call,
+  size_t keep = comm->error_first_len, cap = sizeof comm->last_error;
+  if (keep && keep < cap - 1)
+    snprintf(comm->last_error + keep, cap - keep, "; later: %s%s (rank %d of %d): %s", op, call,
              comm->rank, comm->nranks, reason);
+  else if (!keep)
+    snprintf(comm->last_error, cap, "%s%s (rank %d of %d): %s", op, call, comm->rank,
+             comm->nranks, reason);
+  if (!keep && !soft && res != TUTTI_ERR_INVALID_ARGUMENT)
+    comm->error_first_len = strlen(comm->last_error);
   atomic_flag_clear_explicit(&comm->error_lock, memory_order_release);
+  return res;
+}
+
+tutti_result_t tutti__error(struct tutti_comm *comm, tutti_result_t res, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  record(comm, res, 0, fmt, ap);
+  va_end(ap);
+  return res;
+}
+
+tutti_result_t tutti__error_soft(struct tutti_comm *comm, tutti_result_t res, const char *fmt,
+                                 ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  record(comm, res, 1, fmt, ap);
+  va_end(ap);
   return res;
 }
 

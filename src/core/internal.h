@@ -167,9 +167,13 @@ struct tutti_comm {
   struct tutti_transport *tcp;
   uint32_t seq;        /* collectives started on this communicator */
   uint32_t call_seq;   /* the collective running now (its seq), or 0 between calls */
+  uint32_t verify_seq; /* the oldest rooted call some local peer had not published, or 0 */
   int64_t call_start_ns;
   unsigned report_seen; /* SIGUSR1 reports already written (forensics.c) */
   int listen_fd;       /* the data listener, kept open for tutti_comm_shrink */
+  int retired_fd;      /* the listener of the communicator this one was shrunk from, or -1:
+                        * kept open so that a rank calling shrink there too late times out
+                        * instead of taking a refusal for a death (shrink.c) */
   tutti_fingerprint_t fp; /* the call whose messages are being posted */
   /* The API call in progress, for messages. Atomic because the caller's thread names its
    * call while the progress thread may be reporting an error of an earlier request. */
@@ -182,7 +186,8 @@ struct tutti_comm {
   int nuserops;
   tutti_result_t failed; /* first fatal error; the communicator refuses work after it */
   int culprit;         /* 1 + the rank whose failure this one follows from, or 0 if unknown */
-  char last_error[512];
+  char last_error[768];
+  size_t error_first_len; /* length of the first failure's sentence in last_error, 0 if none */
   struct tutti_want *wants; /* nranks entries, used by the wait loop */
   struct tutti_xfer *cma_ops; /* 2 * nranks transfers for the single-copy algorithms */
   void *cma_descs;     /* nranks buffer descriptors (algo/cma.c) */
@@ -197,10 +202,16 @@ struct tutti_comm {
   size_t scratch_bytes;
 };
 
-/* Records the first error of comm as a sentence "OP (rank R of N): REASON" and returns res.
- * Later errors are logged but do not overwrite the first. */
+/* Records an error of comm as a sentence "OP (rank R of N): REASON" and returns res. The
+ * first failure (any result but TUTTI_ERR_INVALID_ARGUMENT) stays in last_error; a later
+ * error is appended after it ("; later: ..."), replacing the previous such note. An argument
+ * error before any failure is replaced by the next error. */
 tutti_result_t tutti__error(struct tutti_comm *comm, tutti_result_t res, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* The same for an error that, like an argument error, leaves comm as usable as before (a
+ * refused call): it never becomes the communicator's first failure. */
+tutti_result_t tutti__error_soft(struct tutti_comm *comm, tutti_result_t res, const char *fmt,
+                                 ...) __attribute__((format(printf, 3, 4)));
 
 /* Marks comm failed with res (after tutti__error recorded why) and tells the peers through
  * every transport, so that ranks waiting on this one fail promptly instead of timing out. */

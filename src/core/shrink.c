@@ -6,11 +6,23 @@
  *  - A dead process's listener refuses connections. Each rank connects to the ranks below it
  *    in order; the first that accepts is the leader (the lowest live rank). A rank that finds
  *    none below it alive leads.
- *  - The leader accepts members (each proves the job secret, HMAC as in auth.h), and counts a
- *    rank out when its listener refuses a probe; a rank that neither joins nor dies within
- *    half the timeout (stopped, or not calling shrink) is left out.
+ *  - The leader serves every connection at once from one poll loop, each with its own short
+ *    hello deadline, so strangers and idle connections to its listener delay no member. It
+ *    admits members (each proves the job secret, HMAC as in auth.h) and counts a rank out
+ *    when its listener refuses a probe; a rank that neither joins nor dies within half the
+ *    timeout (stopped, or not calling shrink) is left out.
  *  - The leader starts a fresh rendezvous and answers each member with its new rank and the
  *    rendezvous address, signed; everyone then joins as for tutti_comm_init_rank.
+ *
+ * No split: a rank that cannot be sure it belongs to the group the leader forms fails rather
+ * than lead a competing one. A leader that took this rank's hello and then closed has left it
+ * out (TUTTI_ERR_REMOTE); a refused probe of a process of this host that is still alive means
+ * that rank left this communicator, perhaps in a shrink this rank missed (TUTTI_ERR_REMOTE);
+ * and after a shrink the new communicator keeps the old listener open (unserved), so a rank
+ * that calls shrink too late finds a listener that never answers (TUTTI_ERR_TIMEOUT) instead
+ * of a refusal it would take for a death. Limit: a process on another host whose listener
+ * refuses is taken as dead (no pid to ask), which is wrong only for a rank that calls shrink
+ * after every member of the new communicator destroyed it.
  *
  * Members, while they wait, accept and close whatever reaches their own listener, so the
  * leader's probes never fill a backlog.
@@ -19,6 +31,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +49,7 @@
 #define SHRINK_ANSWER 0x53485233u
 #define PROBE_MS 100
 #define HELLO_NS (2 * 1000000000LL)
+#define MAX_PENDING 256 /* connections served at once; more are closed at once */
 
 static const char op_name[] = "tutti_comm_shrink";
 
@@ -132,50 +146,90 @@ static int fd_flags_nonblock(int fd) {
 
 /* ---- Leader -------------------------------------------------------------------------- */
 
-/* Runs the acceptor's half of the handshake on fd; the old rank of a member that proved the
- * secret and is still expected, else -1 (logged; the caller closes fd). */
-static int admit(struct tutti_comm *comm, int fd, const int *state, uint8_t na[],
-                 uint8_t nc[]) {
-  char err[256], who[64];
-  int64_t dl = tutti__now_ns() + HELLO_NS;
-  shrink_challenge_t ch = {SHRINK_CHALLENGE, 0, {0}};
+/* A connection the leader has challenged and whose hello it is reading. */
+typedef struct {
+  int fd;
+  int64_t deadline;
+  size_t got;
+  uint8_t na[TUTTI_AUTH_NONCE_BYTES];
   shrink_hello_t h;
-  const char *why;
-  if (tutti__auth_make_nonce(ch.na) != TUTTI_SUCCESS) {
-    why = "no nonce could be made";
-    goto reject;
-  }
-  if (tutti__sock_send_all(fd, &ch, sizeof ch, dl, err, sizeof err) != TUTTI_SUCCESS ||
-      tutti__sock_recv_all(fd, &h, sizeof h, dl, err, sizeof err) != TUTTI_SUCCESS) {
-    why = "no complete hello";
-    goto reject;
-  }
-  struct iovec part = {&h.id, sizeof h.id};
-  if (h.id.magic != SHRINK_HELLO ||
-      !tutti__auth_verify(comm->secret, TUTTI_AUTH_CONNECTOR, ch.na, h.nc, &part, 1, h.proof)) {
-    why = "it did not prove it knows the job secret";
-    goto reject;
-  }
-  if (h.id.job_id != comm->job_id || h.id.rank <= comm->rank || h.id.rank >= comm->nranks ||
-      state[h.id.rank] != 0) {
-    why = "it is not a rank of this communicator still expected";
-    goto reject;
-  }
-  memcpy(na, ch.na, TUTTI_AUTH_NONCE_BYTES);
-  memcpy(nc, h.nc, TUTTI_AUTH_NONCE_BYTES);
-  return h.id.rank;
-reject:
-  WARN("boot", comm->rank, "%s: refused a connection from %s: %s", op_name,
-       tutti__auth_peer_name(fd, who, sizeof who), why);
-  return -1;
-}
+} pending_t;
 
 typedef struct {
   int *state; /* per old rank: 0 expected, 1 joined (fd open), -1 out */
   int *fd;
   uint8_t (*na)[TUTTI_AUTH_NONCE_BYTES];
   uint8_t (*nc)[TUTTI_AUTH_NONCE_BYTES];
+  pending_t pend[MAX_PENDING];
+  int npend;
 } roster_t;
+
+static void reject(const struct tutti_comm *comm, int fd, const char *why) {
+  char who[64];
+  WARN("boot", comm->rank, "%s: refused a connection from %s: %s", op_name,
+       tutti__auth_peer_name(fd, who, sizeof who), why);
+  close(fd);
+}
+
+/* Accepts everything waiting on the listener and sends each its challenge. */
+static void accept_all(struct tutti_comm *comm, roster_t *ro) {
+  for (;;) {
+    int fd = accept4(comm->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0) return;
+    if (ro->npend == MAX_PENDING) {
+      reject(comm, fd, "too many connections at once");
+      continue;
+    }
+    pending_t *p = &ro->pend[ro->npend];
+    shrink_challenge_t ch = {SHRINK_CHALLENGE, 0, {0}};
+    /* A fresh socket's send buffer holds 48 bytes: a short send means a broken one. */
+    if (tutti__auth_make_nonce(ch.na) != TUTTI_SUCCESS ||
+        send(fd, &ch, sizeof ch, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)sizeof ch) {
+      reject(comm, fd, "the challenge could not be sent");
+      continue;
+    }
+    *p = (pending_t){.fd = fd, .deadline = tutti__now_ns() + HELLO_NS};
+    memcpy(p->na, ch.na, sizeof p->na);
+    ro->npend++;
+  }
+}
+
+/* Reads what pending connection i has sent; a complete hello admits its rank or is refused.
+ * Returns 1 when the connection left the pending set. */
+static int read_hello(struct tutti_comm *comm, roster_t *ro, int i) {
+  pending_t *p = &ro->pend[i];
+  ssize_t n = recv(p->fd, (char *)&p->h + p->got, sizeof p->h - p->got, MSG_DONTWAIT);
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return 0;
+  if (n <= 0) {
+    reject(comm, p->fd, "it closed before its hello");
+    return 1;
+  }
+  p->got += (size_t)n;
+  if (p->got < sizeof p->h) return 0;
+  shrink_hello_t *h = &p->h;
+  struct iovec part = {&h->id, sizeof h->id};
+  if (h->id.magic != SHRINK_HELLO || !tutti__auth_verify(comm->secret, TUTTI_AUTH_CONNECTOR,
+                                                        p->na, h->nc, &part, 1, h->proof)) {
+    reject(comm, p->fd, "it did not prove it knows the job secret");
+    return 1;
+  }
+  int r = h->id.rank;
+  if (h->id.job_id != comm->job_id || r <= comm->rank || r >= comm->nranks ||
+      ro->state[r] != 0) {
+    reject(comm, p->fd, "it is not a rank of this communicator still expected");
+    return 1;
+  }
+  fcntl(p->fd, F_SETFL, fcntl(p->fd, F_GETFL) & ~O_NONBLOCK);
+  ro->state[r] = 1;
+  ro->fd[r] = p->fd;
+  memcpy(ro->na[r], p->na, sizeof p->na);
+  memcpy(ro->nc[r], h->nc, sizeof h->nc);
+  return 1;
+}
+
+static void drop_pending(roster_t *ro, int i) {
+  ro->pend[i] = ro->pend[--ro->npend];
+}
 
 static int all_settled(const struct tutti_comm *comm, const roster_t *ro) {
   for (int r = comm->rank + 1; r < comm->nranks; r++)
@@ -183,41 +237,54 @@ static int all_settled(const struct tutti_comm *comm, const roster_t *ro) {
   return 1;
 }
 
+/* Probes the higher ranks still expected: a refusal means the process is gone. */
+static void probe_expected(struct tutti_comm *comm, roster_t *ro) {
+  for (int r = comm->rank + 1; r < comm->nranks; r++) {
+    int fd;
+    if (ro->state[r] != 0) continue;
+    int p = probe(comm, r, PROBE_MS, &fd);
+    if (p == PROBE_ALIVE) close(fd);
+    if (p == PROBE_DEAD) {
+      char who[128];
+      INFO("boot", comm->rank, "%s: %s is gone", op_name,
+           tutti__peer_desc(comm, r, who, sizeof who));
+      ro->state[r] = -1;
+    }
+  }
+}
+
 /* Collects the members until every higher rank has joined or is known dead, or the window
- * closes (ranks still silent then are left out). */
+ * closes (ranks still silent then are left out). Every connection is served at once; one
+ * that has not sent its hello by its own deadline is closed. */
 static void gather_members(struct tutti_comm *comm, roster_t *ro, int64_t window) {
   int64_t next_probe = 0;
+  struct pollfd pf[1 + MAX_PENDING];
   while (!all_settled(comm, ro) && tutti__now_ns() < window) {
-    struct pollfd pf = {.fd = comm->listen_fd, .events = POLLIN};
-    if (poll(&pf, 1, 20) > 0) {
-      int fd = accept4(comm->listen_fd, NULL, NULL, SOCK_CLOEXEC);
-      if (fd >= 0) {
-        uint8_t na[TUTTI_AUTH_NONCE_BYTES], nc[TUTTI_AUTH_NONCE_BYTES];
-        int r = admit(comm, fd, ro->state, na, nc);
-        if (r < 0) {
-          close(fd);
-        } else {
-          ro->state[r] = 1;
-          ro->fd[r] = fd;
-          memcpy(ro->na[r], na, sizeof na);
-          memcpy(ro->nc[r], nc, sizeof nc);
-        }
-      }
+    pf[0] = (struct pollfd){.fd = comm->listen_fd, .events = POLLIN};
+    for (int i = 0; i < ro->npend; i++)
+      pf[1 + i] = (struct pollfd){.fd = ro->pend[i].fd, .events = POLLIN};
+    int np = ro->npend;
+    if (poll(pf, (nfds_t)(1 + np), 20) > 0) {
+      /* From the back, so that removing entry i leaves the unvisited ones in place. */
+      for (int i = np - 1; i >= 0; i--)
+        if (pf[1 + i].revents && read_hello(comm, ro, i)) drop_pending(ro, i);
+      if (pf[0].revents & POLLIN) accept_all(comm, ro);
     }
-    if (tutti__now_ns() < next_probe) continue;
-    next_probe = tutti__now_ns() + 200 * 1000000LL;
-    for (int r = comm->rank + 1; r < comm->nranks; r++) {
-      int fd;
-      if (ro->state[r] != 0) continue;
-      int p = probe(comm, r, PROBE_MS, &fd);
-      if (p == PROBE_ALIVE) close(fd);
-      if (p == PROBE_DEAD) {
-        char who[128];
-        INFO("boot", comm->rank, "%s: %s is gone", op_name,
-             tutti__peer_desc(comm, r, who, sizeof who));
-        ro->state[r] = -1;
+    int64_t now = tutti__now_ns();
+    for (int i = ro->npend - 1; i >= 0; i--)
+      if (now >= ro->pend[i].deadline) {
+        reject(comm, ro->pend[i].fd, "no complete hello in time");
+        drop_pending(ro, i);
       }
-    }
+    if (now < next_probe) continue;
+    next_probe = now + 200 * 1000000LL;
+    probe_expected(comm, ro);
+  }
+  /* Whoever is still half-way is not in the group; closing tells a member so (it was
+   * challenged, so it fails rather than look for another leader). */
+  while (ro->npend) {
+    close(ro->pend[ro->npend - 1].fd);
+    ro->npend--;
   }
 }
 
@@ -225,16 +292,23 @@ static tutti_result_t lead(struct tutti_comm *comm, int64_t deadline, tutti_comm
   int n = comm->nranks;
   char err[256];
   tutti_result_t res = TUTTI_SUCCESS;
-  roster_t ro = {calloc((size_t)n, sizeof(int)), calloc((size_t)n, sizeof(int)),
-                 calloc((size_t)n, TUTTI_AUTH_NONCE_BYTES), calloc((size_t)n, TUTTI_AUTH_NONCE_BYTES)};
-  if (!ro.state || !ro.fd || !ro.na || !ro.nc) {
+  roster_t *rp = calloc(1, sizeof *rp), ro = {0};
+  if (rp) {
+    rp->state = calloc((size_t)n, sizeof(int));
+    rp->fd = calloc((size_t)n, sizeof(int));
+    rp->na = calloc((size_t)n, TUTTI_AUTH_NONCE_BYTES);
+    rp->nc = calloc((size_t)n, TUTTI_AUTH_NONCE_BYTES);
+    ro = *rp;
+  }
+  if (!rp || !ro.state || !ro.fd || !ro.na || !ro.nc) {
     res = tutti__error(comm, TUTTI_ERR_SYSTEM, "out of memory for %d ranks", n);
     goto out;
   }
   for (int r = 0; r < n; r++) ro.state[r] = r < comm->rank ? -1 : 0;
   ro.state[comm->rank] = 1;
   int64_t now = tutti__now_ns();
-  gather_members(comm, &ro, now + (deadline - now) / 2);
+  gather_members(comm, rp, now + (deadline - now) / 2);
+  ro = *rp;
 
   int newsize = 0, lfd = -1;
   for (int r = 0; r < n; r++) newsize += ro.state[r] == 1;
@@ -273,6 +347,7 @@ out:
   free(ro.fd);
   free(ro.na);
   free(ro.nc);
+  free(rp);
   return res;
 }
 
@@ -323,6 +398,25 @@ static tutti_result_t join(struct tutti_comm *comm, int r, int fd, int64_t deadl
                             comm->secret, op_name, &comm->cfg, 0);
 }
 
+/* Whether old rank r is a process of this host that still runs (not a zombie): then a
+ * refused probe means it left this communicator, not that it died. */
+static int alive_here(const struct tutti_comm *comm, int r) {
+  const tutti_peer_t *p = &comm->peers[r], *me = &comm->peers[comm->rank];
+  if (p->pid <= 0 || !p->boot_id[0] || strncmp(p->boot_id, me->boot_id, sizeof p->boot_id))
+    return 0;
+  if (kill(p->pid, 0) != 0 && errno == ESRCH) return 0;
+  char path[64], buf[512];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)p->pid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 1;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return 1;
+  buf[n] = '\0';
+  const char *end = strrchr(buf, ')'); /* the name may hold spaces and parentheses */
+  return !(end && end[1] == ' ' && (end[2] == 'Z' || end[2] == 'X'));
+}
+
 static tutti_result_t shrink(tutti_comm_t comm, tutti_comm_t *newcomm);
 
 tutti_result_t tutti_comm_shrink(tutti_comm_t comm, tutti_comm_t *newcomm) {
@@ -333,49 +427,80 @@ tutti_result_t tutti_comm_shrink(tutti_comm_t comm, tutti_comm_t *newcomm) {
   /* The old communicator's first error is kept if the shrink works; if it fails, the user
    * needs to read why the shrink failed instead. */
   char cause[sizeof comm->last_error];
+  size_t cause_len = comm->error_first_len;
   memcpy(cause, comm->last_error, sizeof cause);
   comm->last_error[0] = '\0';
+  comm->error_first_len = 0;
   tutti_result_t res = shrink(comm, newcomm);
-  if (res == TUTTI_SUCCESS || !comm->last_error[0])
+  if (res == TUTTI_SUCCESS || !comm->last_error[0]) {
     memcpy(comm->last_error, cause, sizeof cause);
+    comm->error_first_len = cause_len;
+  }
+  if (res == TUTTI_SUCCESS) {
+    /* The old listener stays open, unserved, for the new communicator's life: a rank that
+     * calls shrink on comm too late connects and times out, instead of being refused and
+     * taking this rank for dead (which would make it lead a group of its own). */
+    if ((*newcomm)->retired_fd >= 0) close((*newcomm)->retired_fd);
+    (*newcomm)->retired_fd = comm->listen_fd;
+    comm->listen_fd = -1;
+  }
   return res;
 }
 
-static tutti_result_t shrink(tutti_comm_t comm, tutti_comm_t *newcomm) {
-  if (!comm || !newcomm) {
-    WARN("boot", comm ? comm->rank : -1, "%s: %s is NULL", op_name, comm ? "newcomm" : "comm");
-    return TUTTI_ERR_INVALID_ARGUMENT;
-  }
-  *newcomm = NULL;
-  comm->op_name = op_name;
-  if (comm->listen_fd < 0 || !fd_flags_nonblock(comm->listen_fd))
-    return tutti__error(comm, TUTTI_ERR_INTERNAL, "the communicator has no listener");
-  int64_t deadline = tutti__deadline_after(comm->cfg.timeout_s);
+/* Finds the leader below this rank and joins it; TUTTI_IN_PROGRESS when every rank below is
+ * gone, so this one leads. */
+static tutti_result_t find_leader(tutti_comm_t comm, int64_t deadline, tutti_comm_t *newcomm) {
+  char who[128];
   for (int r = 0; r < comm->rank; r++) {
+    int64_t refused_since = 0;
     for (;;) {
       int fd = -1, p;
       /* A live rank that is slow to answer is still the leader: keep asking it. */
       while ((p = probe(comm, r, PROBE_MS, &fd)) == PROBE_SILENT) {
         drain(comm->listen_fd);
-        if (tutti__now_ns() >= deadline) {
-          char who[128];
+        if (tutti__now_ns() >= deadline)
           return tutti__error(comm, TUTTI_ERR_TIMEOUT, "%s neither answers nor is gone",
                               tutti__peer_desc(comm, r, who, sizeof who));
-        }
       }
-      if (p == PROBE_DEAD) break;
-      tutti_result_t res = join(comm, r, fd, deadline, newcomm);
-      close(fd);
-      if (res != TUTTI_IN_PROGRESS) return res;
-      if (tutti__now_ns() >= deadline) {
-        char who[128];
-        return tutti__error(comm, TUTTI_ERR_REMOTE, "%s keeps accepting and closing the "
-                            "shrink connection (it is not the leader, or it is exiting)",
-                            tutti__peer_desc(comm, r, who, sizeof who));
+      if (p == PROBE_DEAD && !alive_here(comm, r)) break;
+      if (p == PROBE_DEAD) {
+        /* Refused, yet the process runs: it left this communicator (destroyed it, maybe
+         * after a shrink this rank was too late for), or it is exiting right now. Leading
+         * without it could split the survivors, so after a moment's grace, fail. */
+        int64_t now = tutti__now_ns();
+        if (!refused_since) refused_since = now;
+        if (now - refused_since > 2 * 1000000000LL || now >= deadline)
+          return tutti__error(comm, TUTTI_ERR_REMOTE, "%s is alive but no longer takes part "
+                              "in this communicator (it destroyed it, perhaps after a shrink "
+                              "this rank was too late for); this rank cannot be sure which "
+                              "group the survivors formed",
+                              tutti__peer_desc(comm, r, who, sizeof who));
+      } else {
+        tutti_result_t res = join(comm, r, fd, deadline, newcomm);
+        close(fd);
+        if (res != TUTTI_IN_PROGRESS) return res;
+        if (tutti__now_ns() >= deadline)
+          return tutti__error(comm, TUTTI_ERR_REMOTE, "%s keeps accepting and closing the "
+                              "shrink connection (it is not the leader, or it is exiting)",
+                              tutti__peer_desc(comm, r, who, sizeof who));
       }
-      struct timespec nap = {0, 5 * 1000000};
+      drain(comm->listen_fd);
+      struct timespec nap = {0, 10 * 1000000};
       nanosleep(&nap, NULL);
     }
   }
-  return lead(comm, deadline, newcomm);
+  return TUTTI_IN_PROGRESS;
+}
+
+static tutti_result_t shrink(tutti_comm_t comm, tutti_comm_t *newcomm) {
+  *newcomm = NULL;
+  comm->op_name = op_name;
+  if (comm->listen_fd < 0)
+    return tutti__error_soft(comm, TUTTI_ERR_INVALID_USAGE, "this communicator was shrunk "
+                             "already (its listener belongs to the new one): shrink that one");
+  if (!fd_flags_nonblock(comm->listen_fd))
+    return tutti__error(comm, TUTTI_ERR_SYSTEM, "cannot make the listener non-blocking");
+  int64_t deadline = tutti__deadline_after(comm->cfg.timeout_s);
+  tutti_result_t res = find_leader(comm, deadline, newcomm);
+  return res == TUTTI_IN_PROGRESS ? lead(comm, deadline, newcomm) : res;
 }

@@ -64,7 +64,7 @@ tutti_result_t tutti__userop_prepare(struct tutti_comm *comm, tutti_coll_args_t 
                                      void **scaled) {
   tutti_userop_t *u = find(comm, a->op);
   if (!u) /* destroyed between the call and its run */
-    return tutti__error(comm, TUTTI_ERR_INVALID_USAGE, "op %d was destroyed", (int)a->op);
+    return tutti__error_soft(comm, TUTTI_ERR_INVALID_USAGE, "op %d was destroyed", (int)a->op);
   *scaled = NULL;
   a->op = TUTTI_SUM;
   if (!elems || !a->sendbuf) return TUTTI_SUCCESS;

@@ -259,3 +259,79 @@ tutti_result_t tutti__mbox_conflict(struct tutti_comm *comm) {
     }
   return TUTTI_SUCCESS;
 }
+
+/* ---- Published calls ------------------------------------------------------------------ */
+
+static shm_transport_t *local_transport(const struct tutti_comm *comm) {
+  shm_transport_t *s = (shm_transport_t *)comm->shm;
+  return s && s->nlocal > 1 ? s : NULL;
+}
+
+void tutti__call_publish(struct tutti_comm *comm) {
+  shm_transport_t *s = local_transport(comm);
+  if (!s) return;
+  __typeof__(&s->slots[0].calls[0]) e = &s->slots[s->me].calls[comm->seq % CALL_DEPTH];
+  uint64_t w[2];
+  _Static_assert(sizeof comm->fp == sizeof w, "fingerprint size");
+  memcpy(w, &comm->fp, sizeof w);
+  atomic_store_explicit(&e->seq, 0, memory_order_relaxed);
+  atomic_thread_fence(memory_order_release);
+  atomic_store_explicit(&e->fp[0], w[0], memory_order_relaxed);
+  atomic_store_explicit(&e->fp[1], w[1], memory_order_relaxed);
+  atomic_store_explicit(&e->seq, comm->seq, memory_order_release);
+}
+
+/* Reads local rank li's entry for call k: 1 with its fingerprint in w, 0 if li has not
+ * started call k yet (or is writing it), -1 if it is past it by CALL_DEPTH calls. */
+static int read_call(shm_transport_t *s, int li, uint32_t k, uint64_t w[2]) {
+  __typeof__(&s->slots[0].calls[0]) e = &s->slots[li].calls[k % CALL_DEPTH];
+  uint32_t seq = atomic_load_explicit(&e->seq, memory_order_acquire);
+  if (seq != k) return seq && reached(seq, k) ? -1 : 0;
+  w[0] = atomic_load_explicit(&e->fp[0], memory_order_relaxed);
+  w[1] = atomic_load_explicit(&e->fp[1], memory_order_relaxed);
+  atomic_thread_fence(memory_order_acquire);
+  return atomic_load_explicit(&e->seq, memory_order_relaxed) == k;
+}
+
+/* Compares every local peer's call k with this rank's: INVALID_USAGE on a difference; else
+ * *all is 1 when every peer's call k was seen (or is out of reach). */
+static tutti_result_t check_call(struct tutti_comm *comm, shm_transport_t *s, uint32_t k,
+                                 int *all) {
+  uint64_t mine[2], w[2];
+  *all = 1;
+  if (read_call(s, s->me, k, mine) != 1) return TUTTI_SUCCESS;
+  for (int li = 0; li < s->nlocal; li++) {
+    if (li == s->me) continue;
+    int got = read_call(s, li, k, w);
+    if (got == 0) *all = 0;
+    if (got != 1 || (w[0] == mine[0] && w[1] == mine[1])) continue;
+    char who[128], msg[512];
+    tutti__peer_desc(comm, s->global[li], who, sizeof who);
+    tutti_msg_hdr_t want = {TUTTI_MSG_MAGIC, k, 0, comm->fp}, got_hdr;
+    memcpy(&want.fp, mine, sizeof mine);
+    got_hdr = want;
+    memcpy(&got_hdr.fp, w, sizeof w);
+    if (tutti__hdr_check(&want, &got_hdr, sizeof got_hdr, who, msg, sizeof msg) !=
+        TUTTI_SUCCESS)
+      return tutti__error(comm, TUTTI_ERR_INVALID_USAGE, "%s", msg);
+  }
+  return TUTTI_SUCCESS;
+}
+
+tutti_result_t tutti__call_conflict(struct tutti_comm *comm, int rooted) {
+  shm_transport_t *s = local_transport(comm);
+  if (!s || comm->call_seq != comm->seq || comm->seq == 0) return TUTTI_SUCCESS;
+  int all;
+  /* Rooted calls not yet seen on every peer, oldest first, then the current one. */
+  while (comm->verify_seq && reached(comm->seq, comm->verify_seq) &&
+         comm->seq - comm->verify_seq < CALL_DEPTH) {
+    TRY(check_call(comm, s, comm->verify_seq, &all));
+    if (!all || comm->verify_seq == comm->seq) break;
+    comm->verify_seq++;
+  }
+  if (comm->verify_seq && comm->seq - comm->verify_seq >= CALL_DEPTH) comm->verify_seq = 0;
+  TRY(check_call(comm, s, comm->seq, &all));
+  if (comm->verify_seq == comm->seq && all) comm->verify_seq = 0;
+  if (rooted && !all && !comm->verify_seq) comm->verify_seq = comm->seq;
+  return TUTTI_SUCCESS;
+}

@@ -363,6 +363,7 @@ tutti_result_t tutti__wait_slice(struct tutti_comm *comm, tutti_xfer_t *op, int6
     }
     tutti__forensics_poll(comm);
     TRY_GOTO(tutti__mbox_conflict(comm), res, out);
+    TRY_GOTO(tutti__call_conflict(comm, 0), res, out);
     /* New work for the progress thread ends a slice early, so it can post it. */
     if (now >= return_at || atomic_load_explicit(&comm->work_pending, memory_order_relaxed))
       if (return_at != INT64_MAX) return TUTTI_IN_PROGRESS;

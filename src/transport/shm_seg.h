@@ -25,6 +25,8 @@ typedef struct shm_header {
   _Atomic int32_t failed;    /* 1 + global rank of the first rank that failed, or 0 */
 } shm_header_t;
 
+#define CALL_DEPTH 8u
+
 /* Per local rank: the word it sleeps on, and whether it sleeps (so wakers skip the syscall). */
 typedef struct shm_slot {
   _Alignas(CACHELINE) _Atomic uint32_t doorbell;
@@ -37,6 +39,14 @@ typedef struct shm_slot {
    * every other rank's (CMA_PUBLISHED, then CMA_OK or CMA_REFUSED). */
   uint64_t probe_addr;
   _Atomic uint32_t cma_state;
+  /* The last CALL_DEPTH collectives this rank started, call k at k % CALL_DEPTH, each a
+   * seqlock: seq (0 while being written), then the fingerprint in two words. Peers read them
+   * only when they wait long, end a rooted call, or have a rooted call still to verify, so
+   * ranks that disagree on a call no message crosses (different roots) fail (mbox.c). */
+  _Alignas(CACHELINE) struct {
+    _Atomic uint32_t seq;
+    _Atomic uint64_t fp[2];
+  } calls[CALL_DEPTH];
 } shm_slot_t;
 
 enum { CMA_NONE, CMA_PUBLISHED, CMA_OK, CMA_REFUSED };

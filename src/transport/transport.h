@@ -131,6 +131,15 @@ tutti_result_t tutti__mbox_get(struct tutti_comm *comm, int peer, int64_t deadli
  * through its mailbox (the ranks chose different algorithms for what should be one call). */
 tutti_result_t tutti__mbox_conflict(struct tutti_comm *comm);
 
+/* Publishes the collective this rank starts (comm->seq, comm->fp) to the ranks of this host. */
+void tutti__call_publish(struct tutti_comm *comm);
+/* TUTTI_ERR_INVALID_USAGE, with a sentence naming the field, if a rank of this host has
+ * published the current collective, or a rooted one of the last CALL_DEPTH not yet seen on
+ * every peer, with another fingerprint (e.g. another root). rooted: the current call is one
+ * (broadcast, reduce, gather, scatter), to be verified by later calls if some peer has not
+ * published it yet. Reads a line or two per local peer; never waits. */
+tutti_result_t tutti__call_conflict(struct tutti_comm *comm, int rooted);
+
 #define TUTTI_MSG_MAGIC 0x54545431u /* "TTT1" */
 /* A header-only frame a failing rank sends, where the stream is between frames, to tell a
  * peer why it gave up (seq holds the result code, fp.root the sender's rank). */

@@ -23,7 +23,7 @@
 #define VICTIM 2
 #define COUNT ((size_t)1 << 20) /* 4 MiB of float32 */
 #define FAIL_WITHIN_S 8.0
-#define DESTROY_WITHIN_S 1.0
+#define DESTROY_WITHIN_S 5.0 /* a hang bound: destroy normally takes milliseconds */
 #define FURTHER_WITHIN_S 15.0 /* TUTTI_TIMEOUT=10 plus slack: slow is allowed, a hang is not */
 
 static int rank = -1;
@@ -107,7 +107,7 @@ int main(void) {
   dt = now_s() - t0;
   printf("fault_exit rank %d: tutti_comm_destroy returned %s after %.3f s\n", rank,
          tutti_result_string(rc), dt);
-  if (dt > DESTROY_WITHIN_S) die("tutti_comm_destroy took more than 1 s");
+  if (dt > DESTROY_WITHIN_S) die("tutti_comm_destroy took more than %.0f s", DESTROY_WITHIN_S);
   free(send);
   free(recv);
   printf("fault_exit rank %d: PASS\n", rank);

@@ -6,6 +6,14 @@
  * Over shm every rank must return TUTTI_ERR_INVALID_USAGE. Over tcp a rank whose only news is
  * a closed socket may return TUTTI_ERR_REMOTE instead. With different broadcast roots the two
  * would-be roots only send, so they may return success; their next call must then fail.
+ *
+ *   mismatch_check reduce_root|bcast_root BYTES
+ *
+ * runs a reduce or broadcast of BYTES bytes where rank 1 names root 1 and the others root 0
+ * (any number of ranks): every rank must fail well before the deadline, and a rank that
+ * reports the disagreement itself must name both roots. A reduce's roots (ranks 0 and 1,
+ * which wait) must fail in the call itself; every other rank in the call or, where it could
+ * finish before the other root started the call, in its next call.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,7 +30,69 @@ static double now(void) {
   return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
+/* Different roots at a given size, on any number of ranks (issue 11, item 6). */
+static int rooted(const char *kind, size_t bytes, int tcp) {
+  tutti_comm_t c;
+  int r, n;
+  if (tutti_comm_init_env(&c) != TUTTI_SUCCESS) return 1;
+  tutti_comm_rank(c, &r);
+  tutti_comm_size(c, &n);
+  int reduce = !strcmp(kind, "reduce_root"), root = r == 1 ? 1 : 0;
+  size_t count = bytes / 4;
+  float *x = malloc(count * sizeof *x), *y = malloc(count * sizeof *y);
+  if (!x || !y) return 1;
+  for (size_t i = 0; i < count; i++) x[i] = (float)(r + 1);
+  memset(y, 0, count * sizeof *y);
+  double t0 = now();
+  tutti_result_t res = reduce ? tutti_reduce(x, y, count, TUTTI_FLOAT32, TUTTI_SUM, root, c)
+                              : tutti_broadcast(r == root ? x : y, y, count, TUTTI_FLOAT32, root, c);
+  double dt = now() - t0;
+  char err[1024];
+  snprintf(err, sizeof err, "%s", tutti_comm_last_error(c));
+  printf("mismatch_check %s %zu rank %d (root %d): %s after %.3f s: %s\n", kind, bytes, r, root,
+         tutti_result_string(res), dt, err);
+  /* A reduce's roots wait, so they must fail in the call. Any other rank may finish before
+   * the rank that names the other root has even started the call (a broadcast's receivers
+   * read root 0 only; would-be roots and leaves only send); its next call must fail. */
+  int ok = 1, may_finish = reduce ? r >= 2 : 1, in_call = res != TUTTI_SUCCESS;
+  if (res == TUTTI_SUCCESS && may_finish) {
+    res = tutti_barrier(c);
+    snprintf(err, sizeof err, "%s", tutti_comm_last_error(c));
+    printf("mismatch_check %s rank %d: next call: %s: %s\n", kind, r, tutti_result_string(res),
+           err);
+  }
+  if (res == TUTTI_SUCCESS) {
+    printf("mismatch_check %s rank %d: FAIL: the call succeeded\n", kind, r);
+    ok = 0;
+  } else if (res != TUTTI_ERR_INVALID_USAGE && !(tcp && res == TUTTI_ERR_REMOTE)) {
+    printf("mismatch_check %s rank %d: FAIL: expected invalid usage\n", kind, r);
+    ok = 0;
+  } else if (in_call && strstr(err, "root") == NULL && strstr(err, "gave up") == NULL) {
+    printf("mismatch_check %s rank %d: FAIL: the error names neither the roots nor the rank "
+           "that saw them\n", kind, r);
+    ok = 0;
+  }
+  if (strstr(err, "with root") && !(strstr(err, "root 0") && strstr(err, "root 1"))) {
+    printf("mismatch_check %s rank %d: FAIL: the error does not name both roots\n", kind, r);
+    ok = 0;
+  }
+  /* The deadline is 20 s: a stall to it is the defect. Failing takes milliseconds. */
+  if (dt > 5.0) {
+    printf("mismatch_check %s rank %d: FAIL: took %.1f s\n", kind, r, dt);
+    ok = 0;
+  }
+  tutti_comm_destroy(c);
+  free(x);
+  free(y);
+  printf("mismatch_check %s %zu rank %d of %d: %s\n", kind, bytes, r, n, ok ? "PASS" : "FAIL");
+  return ok ? 0 : 1;
+}
+
 int main(int argc, char **argv) {
+  if (argc == 3) {
+    const char *t = getenv("TUTTI_TRANSPORT");
+    return rooted(argv[1], strtoull(argv[2], NULL, 0), t && !strcmp(t, "tcp"));
+  }
   if (argc != 2) return 2;
   const char *kind = argv[1];
   const char *transport = getenv("TUTTI_TRANSPORT");

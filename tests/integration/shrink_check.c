@@ -7,12 +7,12 @@
  * (all-gather), runs verified float32 all-reduces, and one victim, chosen so that the rounds
  * take the lowest (the shrink leader), the highest and a middle rank, leaves with _exit(0)
  * while the others are inside an all-reduce (status 0, so tutti-run lets the others go on).
- * Every survivor must then see, within 2 s of its last good call: the all-reduce fail with
+ * Every survivor must then see, within 5 s of its last good call: the all-reduce fail with
  * TUTTI_ERR_REMOTE and a last_error naming the victim's pid; a further all-reduce refused
  * with TUTTI_ERR_INVALID_USAGE; tutti_comm_shrink give a communicator of one rank fewer, in
  * which this rank's place is its place among the survivors; its all-reduce and all-gather
  * correct (the survivors' world ranks, in order); and destroying the old communicator take
- * under 100 ms. A watchdog alarm turns any hang into a failure.
+ * under 5 s (hang bounds, not speed targets). A watchdog alarm turns any hang into a failure.
  */
 #include <signal.h>
 #include <stdarg.h>
@@ -26,8 +26,8 @@
 #include "tutti.h"
 
 #define COUNT ((size_t)1 << 18) /* 1 MiB of float32 */
-#define DETECT_WITHIN_S 2.0
-#define DESTROY_WITHIN_S 0.1
+#define DETECT_WITHIN_S 5.0 /* hang bounds: normally ~0.1 s and milliseconds */
+#define DESTROY_WITHIN_S 5.0
 
 static int world_rank = -1;
 
