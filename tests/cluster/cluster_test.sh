@@ -43,7 +43,13 @@ T0=$(date +%s)
 # A deadline of our own below ctest's TIMEOUT (600 s): ctest kills with SIGKILL, which no trap
 # sees; TERM goes through cluster_down.
 LIMIT=${CLUSTER_TEST_LIMIT:-540}
-(sleep "$LIMIT" && echo "cluster_test: FAIL: still running after $LIMIT s" && kill -TERM $$) &
+# The sleep must not hold our stdout: ctest waits for every holder of its pipe to close it.
+(
+  trap 'kill "$sp" 2>/dev/null; exit 0' TERM
+  sleep "$LIMIT" >/dev/null 2>&1 &
+  sp=$!
+  wait "$sp" && echo "cluster_test: FAIL: still running after $LIMIT s" && kill -TERM $$
+) &
 WATCHDOG=$!
 # shellcheck disable=SC2317 # called through CLUSTER_ON_EXIT
 stop_watchdog() { kill "$WATCHDOG" 2>/dev/null; }
