@@ -4,12 +4,16 @@ ASAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 300
-# The integration tests whose processes run more than one thread (progress threads, abort).
-TSAN_TESTS ?= ^(nb_check_|abort_check_|coll_check_n3_|ops_check_n3_|split_check_)
+# The integration tests whose processes run more than one thread (progress threads, abort),
+# and the thread-rank tests (every rank a thread).
+TSAN_TESTS ?= ^(nb_check_|abort_check_|coll_check_n3_|ops_check_n3_|split_check_|threads_|sim_n64)
+# make sim: every collective x algorithm at these rank counts, as threads (tools/tutti-sim).
+SIM_NS     ?= 1024
+SIM_ARGS   ?= --count 4
 JOBS       ?= $(shell nproc)
 CTEST_ARGS ?= --output-on-failure -j $(JOBS)
 
-.PHONY: all demo test test-asan test-tsan fuzz bench bench-peers bench-tuner install deb clean
+.PHONY: all demo test test-asan test-tsan fuzz bench bench-peers bench-tuner sim install deb clean
 
 # make install PREFIX=/opt/tutti (DESTDIR=/stage works too, as with cmake --install).
 PREFIX ?= /usr/local
@@ -65,6 +69,11 @@ bench-peers: all
 # bench/results/tuner.md. ROUNDS, NS, SIZES, COLLS override the sweep.
 bench-tuner: all
 	BUILD=$(BUILD) /usr/bin/python3 bench/tuner_check.py
+
+# The real algorithms at SIM_NS thread ranks: checked results, messages, bytes, peers and
+# critical path per rank, and the alpha-beta model beside them (docs/scale.md). Minutes.
+sim: all
+	$(BUILD)/bin/tutti-sim -n $(SIM_NS) $(SIM_ARGS)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD)

@@ -24,7 +24,7 @@ install(TARGETS tutti_static EXPORT tuttiStaticTargets
 set_target_properties(tutti_static PROPERTIES EXPORT_NAME tutti_static)
 # Installed programs find the installed libtutti.so next to them, wherever the prefix is.
 file(RELATIVE_PATH lib_from_bin /P/${CMAKE_INSTALL_BINDIR} /P/${CMAKE_INSTALL_LIBDIR})
-foreach(tool tutti-run tutti-bench tutti-info tutti-demo)
+foreach(tool tutti-run tutti-bench tutti-info tutti-demo tutti-tune)
   if(TARGET ${tool})
     set_target_properties(${tool} PROPERTIES INSTALL_RPATH "$ORIGIN/${lib_from_bin}")
     install(TARGETS ${tool} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})

@@ -61,14 +61,22 @@ typedef enum {
    * max 57344). They combine in float32 and round to nearest even; E4M3 saturates to +-448
    * on overflow, E5M2 overflows to infinity as IEEE does. */
   TUTTI_FLOAT8_E4M3,
-  TUTTI_FLOAT8_E5M2
+  TUTTI_FLOAT8_E5M2,
+  /* 16-bit integers, appended so the values above keep their numbers. Integer rules apply
+   * (wrapping SUM/PROD, truncating AVG, the bitwise ops). */
+  TUTTI_INT16,
+  TUTTI_UINT16
 } tutti_dtype_t;
 
 /* AVG: floats divide the sum by nranks; integers divide the sum by nranks, truncating toward
  * zero, where the sum is SUM's, computed in the element type and wrapping (two's complement)
  * like SUM: an int8 AVG of 100 on 2 ranks is (200 wrapped to -56) / 2 = -28. Use a wider
  * dtype when the sum may not fit.
- * FLOAT16/BFLOAT16/FLOAT8 accumulate in float32 and round to nearest even. BAND, BOR, BXOR
+ * FLOAT16/BFLOAT16/FLOAT8 combine two values at a time in float32 and round to nearest even
+ * after each combination: a reduction over n ranks rounds n - 1 times (it is not the float32
+ * sum rounded once), in an order the algorithm chooses (the same on every rank). With
+ * TUTTI_DETERMINISTIC=1 the result is bit for bit the rank-order fold
+ * r = x0, r = round(r op x1), r = round(r op x2), ... for any algorithm. BAND, BOR, BXOR
  * are bitwise and apply to integer dtypes only (TUTTI_ERR_INVALID_ARGUMENT for floats).
  * Values from tutti_op_create_premul_sum() are also tutti_op_t. */
 typedef enum {
@@ -107,6 +115,15 @@ TUTTI_API tutti_result_t tutti_comm_init_rank(tutti_comm_t *comm, int nranks,
  * TUTTI_ADDR or MASTER_ADDR/MASTER_PORT). Rank 0 hosts the rendezvous at that address. */
 TUTTI_API tutti_result_t tutti_comm_init_env(tutti_comm_t *comm);
 
+/* Creates the nranks communicators of one job whose ranks are threads of this process
+ * (ncclCommInitAll's shape): comms[r] is rank r. No rendezvous and no sockets: messages go
+ * through in-process queues, so it suits tests of code written against tutti and runs of
+ * many ranks on one machine. Each communicator is then used from its own thread, as if each
+ * were a process; every collective, point-to-point call and algorithm works as over shm.
+ * Settings come from the environment as for tutti_comm_init_rank (TUTTI_TRANSPORT does not
+ * apply; TUTTI_SHM_QUEUE_SIZE bounds each queue). Each communicator must be destroyed. */
+TUTTI_API tutti_result_t tutti_comm_init_threads(tutti_comm_t *comms, int nranks);
+
 /* Frees the communicator. Never blocks on peers. */
 TUTTI_API tutti_result_t tutti_comm_destroy(tutti_comm_t comm);
 
@@ -127,6 +144,11 @@ TUTTI_API const char *tutti_result_string(tutti_result_t result);
  * later error is appended after it ("; later: ..."), replacing the previous such note. Before
  * any failure it is the latest argument error's sentence. Valid until the next call on comm. */
 TUTTI_API const char *tutti_comm_last_error(tutti_comm_t comm);
+
+/* Why this thread's latest failed tutti_comm_init_rank / tutti_comm_init_env failed, as a
+ * sentence (there is no communicator to ask), or "" if none has failed. Per thread; valid
+ * until that thread's next init call fails. */
+TUTTI_API const char *tutti_last_init_error(void);
 
 /* ---- Collectives --------------------------------------------------------------------- */
 /* Blocking: each returns when this rank's buffers are complete. In place: all-gather when
@@ -221,6 +243,28 @@ TUTTI_API tutti_result_t tutti_send(const void *buf, size_t count, tutti_dtype_t
 TUTTI_API tutti_result_t tutti_recv(void *buf, size_t count, tutti_dtype_t dtype, int peer,
                                     tutti_comm_t comm);
 
+/* Tagged point-to-point (MPI_Send / MPI_Recv). A message carries a tag >= 0 (the untagged
+ * calls above send and receive tag 0). A receive takes the first message, in the order that
+ * source sent them, whose source and tag it names; TUTTI_ANY_SOURCE and TUTTI_ANY_TAG match
+ * any. A message that arrives before a receive matches it is kept in memory (sends never wait
+ * for the matching receive to be posted), so tag 3 can be received before an earlier tag 7.
+ * Count and dtype must agree between a send and the receive that matches it (else
+ * TUTTI_ERR_INVALID_USAGE on both). Point-to-point and collective messages between two ranks
+ * share one ordered stream: a receive cannot skip over a collective's message. */
+#define TUTTI_ANY_SOURCE (-1)
+#define TUTTI_ANY_TAG (-1)
+/* Who sent the message a receive matched, and its tag (MPI_Status). */
+typedef struct {
+  int source;
+  int tag;
+} tutti_status_t;
+
+TUTTI_API tutti_result_t tutti_send_tag(const void *buf, size_t count, tutti_dtype_t dtype,
+                                        int peer, int tag, tutti_comm_t comm);
+/* peer may be TUTTI_ANY_SOURCE, tag TUTTI_ANY_TAG; status (may be NULL) gets the match. */
+TUTTI_API tutti_result_t tutti_recv_tag(void *buf, size_t count, tutti_dtype_t dtype, int peer,
+                                        int tag, tutti_comm_t comm, tutti_status_t *status);
+
 /* ---- Non-blocking forms ---------------------------------------------------------------- */
 /* Each starts the operation and returns at once with *req; buffers may not be touched until
  * tutti_wait(req) (or tutti_test reporting done). Operations on one communicator complete in
@@ -278,6 +322,11 @@ TUTTI_API tutti_result_t tutti_isend(const void *buf, size_t count, tutti_dtype_
                                      int peer, tutti_comm_t comm, tutti_request_t *req);
 TUTTI_API tutti_result_t tutti_irecv(void *buf, size_t count, tutti_dtype_t dtype, int peer,
                                      tutti_comm_t comm, tutti_request_t *req);
+TUTTI_API tutti_result_t tutti_isend_tag(const void *buf, size_t count, tutti_dtype_t dtype,
+                                         int peer, int tag, tutti_comm_t comm,
+                                         tutti_request_t *req);
+TUTTI_API tutti_result_t tutti_irecv_tag(void *buf, size_t count, tutti_dtype_t dtype, int peer,
+                                         int tag, tutti_comm_t comm, tutti_request_t *req);
 
 /* Blocks (without burning a core) until req is complete and returns its result. The request
  * stays valid, and keeps its result, until tutti_request_free. */
@@ -286,6 +335,9 @@ TUTTI_API tutti_result_t tutti_wait(tutti_request_t req);
 TUTTI_API tutti_result_t tutti_test(tutti_request_t req, int *done);
 /* Releases req; if it is still running, it completes in the background first. */
 TUTTI_API tutti_result_t tutti_request_free(tutti_request_t req);
+/* For a completed receive request: the source and tag of the message it matched. For any
+ * other complete request, source and tag are -1. TUTTI_IN_PROGRESS if req is not done. */
+TUTTI_API tutti_result_t tutti_request_status(tutti_request_t req, tutti_status_t *status);
 
 /* ---- Groups ---------------------------------------------------------------------------- */
 /* Calls made by this thread between tutti_group_start() and tutti_group_end() are collected

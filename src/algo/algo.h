@@ -55,7 +55,9 @@ typedef struct tutti_coll_args {
   const size_t *displs;
   const size_t *rcounts;
   const size_t *rdispls;
-  int peer;
+  int peer;                 /* send/recv: the peer, or TUTTI_ANY_SOURCE for a receive */
+  int tag;                  /* send/recv: the message tag, or TUTTI_ANY_TAG for a receive */
+  tutti_status_t *status;   /* recv: where the matched source and tag go, or NULL */
 } tutti_coll_args_t;
 
 typedef tutti_result_t (*tutti_algo_fn)(struct tutti_comm *comm, const tutti_coll_args_t *a);

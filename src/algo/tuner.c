@@ -7,6 +7,7 @@
  * either side of their crossovers.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,30 +16,61 @@
 #include "algo/tuner.h"
 
 /*
- * Measured on the development machine (2-core AMD EPYC, AVX2, 32 MiB L3) with tutti-bench,
- * TUTTI_ALGO=ring, n = 2. The shm row was refitted on a quiet machine (bench/tuner_check.py,
- * medians of 3 alternated runs) once waiting yielded early; the first fit (1 us, 2 GB/s) came
- * from runs sharing the cores with other jobs:
+ * FALLBACKS. The model's parameters come from the machine it runs on (tune/: measured at
+ * init or read from the host cache or TUTTI_TUNE_FILE; tutti__model_params below). These
+ * are what it uses for any quantity that was not measured (TUTTI_TUNE_MEASURE=0, a failed
+ * measurement, tutti-info without a job, the unit tests), fitted on the development machine
+ * (2-core AMD EPYC, AVX2, 32 MiB L3) with tutti-bench, TUTTI_ALGO=ring, n = 2, on a quiet
+ * machine (bench/tuner_check.py, medians of 3 alternated runs):
  *   shm alpha        8-byte all-gather 0.26 us (one exchange), 8-byte all-reduce 0.59 us
  *                    (two): 0.25 us
  *   shm beta_copy    64 MiB all-gather 7.4 ms (32 MiB received: 4.5 GB/s), 16 MiB all-gather
- *                    1.18 ms (7.1 GB/s), 16 MiB all-reduce 2.63 ms: 5 GB/s (in cache, below
- *                    1 MiB, faster: 64 KiB all-reduce 4.96 us)
- *   beta_reduce      a float32 c = a + b pass, 7 GB/s on one core (issue 3's measurement; the
- *                    runs above cannot separate it from the copy)
- *   tcp alpha        8-byte all-gather 277 us, 2 KiB all-gather 106 us, 128-byte all-reduce
- *                    187 us (two exchanges): 100 us (loopback wake-ups under load)
+ *                    1.18 ms (7.1 GB/s), 16 MiB all-reduce 2.63 ms: 5 GB/s
+ *   beta_reduce      a float32 c = a + b pass, 7 GB/s on one core
+ *   tcp alpha        8-byte all-gather 277 us, 128-byte all-reduce 187 us: 100 us (loopback
+ *                    wake-ups under load)
  *   tcp beta_copy    8 MiB all-gather 11.0 ms (0.38 GB/s), 8 MiB all-reduce 20.0 ms: 0.4 GB/s
- * UNPIPELINED: recursive doubling, Rabenseifner and Bruck move whole blocks at once; above a
- * chunk those no longer stay in cache between the receive and the reduction, and the n = 4
- * sweep (docs/design.md) has them 1.5x (Rabenseifner) to 2.1x (recursive doubling) slower
- * than the ring at 32 MiB where the plain model says 1.0x and 1.4x; 1.5 on their bytes fits.
+ * UNPIPELINED is not a fit but a count: recursive doubling, Rabenseifner and Bruck move whole
+ * blocks at once, and above a chunk a block no longer stays in cache between its receive and
+ * its reduction, so each byte is written to memory and read back: three passes over memory
+ * where the pipelined algorithms make two. (The n = 4 sweep in docs/design.md had them 1.5x
+ * to 2.1x slower than the ring at 32 MiB where the plain model said 1.0x and 1.4x.)
  */
 static const tutti_cost_params_t params[2] = {
     {"shm", 0.25e-6, 1.0 / 5.0e9, 1.0 / 7.0e9},
     {"tcp", 100.0e-6, 1.0 / 0.4e9, 1.0 / 7.0e9},
 };
 #define UNPIPELINED 1.5
+
+/* A measured quantity where there is one, else the fallback. */
+static double or_else(const tutti_model_t *m, size_t off, double fallback) {
+  double v = 0;
+  if (m) memcpy(&v, (const char *)m + off, sizeof v);
+  return v > 0 ? v : fallback;
+}
+#define MEASURED(m, field, fallback) or_else(m, offsetof(tutti_model_t, field), fallback)
+
+void tutti__model_params(const tutti_model_t *m, int tcp, size_t footprint,
+                         tutti_cost_params_t *out) {
+  *out = params[tcp ? 1 : 0];
+  if (!m) return;
+  /* Within L2, copies and reductions run at cache speed; beyond it, at memory speed (one
+   * threshold: L2 is private and reliably reported, the L3 a process may use is neither). */
+  int cached = m->l2_bytes && footprint <= m->l2_bytes;
+  double copy = cached ? m->copy_cached_bps : m->copy_mem_bps;
+  double reduce = cached ? m->reduce_cached_bps : m->reduce_mem_bps;
+  /* A reduction reads its received operand and the rank's own and writes the result. */
+  if (reduce > 0) out->beta_reduce = 1.0 / reduce;
+  if (tcp) {
+    out->alpha = MEASURED(m, tcp_alpha_s, out->alpha);
+    if (m->tcp_bps > 0) out->beta_copy = 1.0 / m->tcp_bps;
+    return;
+  }
+  /* A message through a shm queue: the sender's index line and the header's line cross to
+   * the receiver's core; each byte is copied twice, into the queue and out of it. */
+  if (m->handoff_s > 0) out->alpha = 2 * m->handoff_s;
+  if (copy > 0) out->beta_copy = 2.0 / copy;
+}
 
 /* The per-byte factor of an algorithm that moves msg bytes per message without chunking. */
 static double unpipelined(const tutti_tune_query_t *q, double msg) {
@@ -63,6 +95,7 @@ void tutti__tune_query(const struct tutti_comm *comm, const tutti_coll_args_t *a
   q->chunk_bytes = comm->cfg.chunk_bytes;
   q->cma = comm->cma;
   q->mbox_bytes = tutti__mbox_capacity(comm);
+  q->model = comm->cfg.model.have ? &comm->cfg.model : NULL;
 }
 
 /* ---- The model ---------------------------------------------------------------------- */
@@ -181,61 +214,80 @@ size_t tutti__oneshot_payload(const tutti_tune_query_t *q) {
 
 /* One-shot: a flag line per peer (their misses overlap), the payload copied into the mailbox
  * once (in cache: faster than a transfer), and every byte a rank needs from a peer read from
- * that peer's cache. Fitted to the quiet machine (bench/tuner_check.py): 8 B all-reduce
- * 0.18 us at n = 2 (recursive doubling 0.33), 37 us at n = 8 (recursive doubling 69: one
- * round of the scheduler instead of three), 64 KiB all-gather at n = 4 12 us (Bruck 20, ring
- * 24), while the ring keeps 64 KiB all-reduce at n = 2 (5.0 us, one-shot 6.4). */
+ * that peer's cache. Measured: the flag is one cache-line hand-off; each further peer's flag
+ * is a miss that overlaps the others' (counted as half a hand-off); posting runs at the
+ * in-cache copy speed, reading a peer's payload at the cross-core read speed. Fallbacks,
+ * fitted to the quiet development machine (bench/tuner_check.py): 8 B all-reduce 0.18 us at
+ * n = 2 (recursive doubling 0.33), 37 us at n = 8, 64 KiB all-gather at n = 4 12 us (Bruck
+ * 20, ring 24), while the ring keeps 64 KiB all-reduce at n = 2 (5.0 us, one-shot 6.4). */
 #define OS_ALPHA 0.08e-6
 #define OS_PEER 0.03e-6
 #define BETA_POST (1.0 / 10.0e9)
 #define BETA_PEER (1.0 / 8.0e9)
+/* A root runs at most MBOX_DEPTH - 1 calls ahead of its slowest reader, while the queues of
+ * the chain and the tree let it run megabytes ahead: each reader past the first costs the
+ * root a wake-up (measured: a futex wake-up between two threads). Fallback: at n = 4 (two
+ * ranks a core) 8-byte broadcasts took 3.3 us one-shot, 1.2 us on the chain. */
 #define OS_BCAST_LAG 1.0e-6
+
+typedef struct os_params {
+  double alpha, peer, beta_post, beta_peer, bcast_lag;
+} os_params_t;
+
+static os_params_t oneshot_params(const tutti_model_t *m) {
+  os_params_t o = {OS_ALPHA, OS_PEER, BETA_POST, BETA_PEER, OS_BCAST_LAG};
+  if (!m) return o;
+  if (m->handoff_s > 0) {
+    o.alpha = m->handoff_s;
+    o.peer = m->handoff_s / 2;
+  }
+  if (m->copy_cached_bps > 0) o.beta_post = 1.0 / m->copy_cached_bps;
+  if (m->xcore_bps > 0) o.beta_peer = 1.0 / m->xcore_bps;
+  o.bcast_lag = MEASURED(m, wake_s, o.bcast_lag);
+  return o;
+}
 
 double tutti__cost_oneshot(const tutti_tune_query_t *q, const tutti_cost_params_t *c) {
   double n = q->nranks, m = (double)q->bytes;
-  double base = OS_ALPHA + (n - 1) * OS_PEER + (double)tutti__oneshot_payload(q) * BETA_POST;
+  os_params_t o = oneshot_params(q->model);
+  double base = o.alpha + (n - 1) * o.peer + (double)tutti__oneshot_payload(q) * o.beta_post;
   switch (q->coll) {
   case TUTTI_COLL_ALLREDUCE:
-  case TUTTI_COLL_REDUCE: return base + (n - 1) * m * (BETA_PEER + c->beta_reduce);
-  case TUTTI_COLL_REDUCE_SCATTER: return base + (n - 1) * m / n * (BETA_PEER + c->beta_reduce);
-  case TUTTI_COLL_ALLGATHER: return base + (n - 1) * m / n * BETA_PEER;
-  /* A root runs at most MBOX_DEPTH - 1 calls ahead of its slowest reader, while the queues
-   * of the chain and the tree let it run megabytes ahead: at n = 4 (two ranks a core) 8-byte
-   * broadcasts took 3.3 us one-shot, 1.2 us on the chain. */
-  case TUTTI_COLL_BROADCAST: return base + m * BETA_PEER + (n - 2) * OS_BCAST_LAG;
+  case TUTTI_COLL_REDUCE: return base + (n - 1) * m * (o.beta_peer + c->beta_reduce);
+  case TUTTI_COLL_REDUCE_SCATTER:
+    return base + (n - 1) * m / n * (o.beta_peer + c->beta_reduce);
+  case TUTTI_COLL_ALLGATHER: return base + (n - 1) * m / n * o.beta_peer;
+  case TUTTI_COLL_BROADCAST: return base + m * o.beta_peer + (n - 2) * o.bcast_lag;
   case TUTTI_COLL_BARRIER: return base;
   default: return -1;
   }
 }
 
 /* Single copy: only completion tokens travel (rounds of n-1 small messages each); each byte
- * a rank needs from a peer moves once, by the kernel, straight from the peer's buffer. On
- * this VM that copy is slow: the kernel copies with rep movsb and walks the peer's page
- * tables page by page (perf: _copy_to_iter 40-44%, follow_page_pte 10%): process_vm_readv
- * moves 8.5 / 13.4 / 4.2 / 5.0 GB/s at 64 KiB / 1 MiB / 16 MiB / 64 MiB where memcpy moves
- * 63 / 42 / 18.6 / 12, while the ring and the chain keep both cores copying in user space.
- * On the quiet machine (bench/tuner_check.py, n = 2, medians of 3 alternated runs) every cma
- * all-reduce and reduce-scatter took 1.1-2.2x the ring's time at 64 KiB-64 MiB, and at n = 4
- * cma won no cell by more than 3%. So its bytes cost this many times the transport's (it stays
- * a candidate, and TUTTI_ALGO=cma forces it, for machines where the kernel copies faster). */
+ * a rank needs from a peer moves once, by the kernel, straight from the peer's buffer.
+ * Measured: the kernel's copy speed (process_vm_readv of an out-of-cache buffer) and the
+ * cost of one call, paid per peer. Fallbacks, from the development VM, where that copy was
+ * slow (rep movsb and a page-table walk per page: 4.2-5.0 GB/s at 16-64 MiB where memcpy
+ * moved 12-18.6) and every cma all-reduce and reduce-scatter took 1.1-2.2x the ring's time:
+ * its bytes cost CMA_COPY_SLOWDOWN times the transport's, and an 8-byte cma all-reduce took
+ * 4.4 us at n = 2 (one-shot 0.18): CMA_FIXED per peer. */
 #define CMA_COPY_SLOWDOWN 2.5
-/* Broadcast splits each receiver's copy between the root's writes and the receiver's reads
- * (cma_copy.c), so both cores copy at once; with more receivers than cores they take turns. */
-#define CMA_BCAST_RATIO 0.45
-/* Per peer and call, the system calls, page pinning and token rounds around the copies: an
- * 8-byte cma all-reduce took 4.4 us at n = 2 (one-shot 0.18), an 8-byte broadcast 32 us at
- * n = 4. */
 #define CMA_FIXED 2.0e-6
+/* Broadcast splits each receiver's copy between the root's writes and the receiver's reads
+ * (cma_copy.c), so two cores copy each receiver's bytes at once: half the time each. */
+#define CMA_BCAST_RATIO 0.5
 
 static double cma_bytes(const tutti_tune_query_t *q, const tutti_cost_params_t *c, double n,
                         double m, double part, double beta);
 
 double tutti__cost_cma(const tutti_tune_query_t *q, const tutti_cost_params_t *c) {
   double n = q->nranks, m = (double)q->bytes, part = (n - 1) / n * m;
-  double beta = CMA_COPY_SLOWDOWN * c->beta_copy;
+  const tutti_model_t *md = q->model;
+  double beta = md && md->cma_bps > 0 ? 1.0 / md->cma_bps : CMA_COPY_SLOWDOWN * c->beta_copy;
+  double fixed = MEASURED(md, cma_call_s, CMA_FIXED);
   if (!q->cma || q->nranks == 1) return -1;
   double b = cma_bytes(q, c, n, m, part, beta);
-  return b < 0 ? -1 : CMA_FIXED * (n - 1) + b;
+  return b < 0 ? -1 : fixed * (n - 1) + b;
 }
 
 static double cma_bytes(const tutti_tune_query_t *q, const tutti_cost_params_t *c, double n,
@@ -256,7 +308,9 @@ static double cma_bytes(const tutti_tune_query_t *q, const tutti_cost_params_t *
 
 double tutti__tune_predict(const tutti_algo_t *algo, const tutti_tune_query_t *q) {
   if (!algo->cost || !runs(algo, q)) return -1;
-  return algo->cost(q, tutti__cost_params(q->tcp));
+  tutti_cost_params_t c;
+  tutti__model_params(q->model, q->tcp, 2 * q->bytes, &c);
+  return algo->cost(q, &c);
 }
 
 const tutti_algo_t *tutti__tune_pick(const tutti_tune_query_t *q, const tutti_tune_rule_t *rules,
@@ -276,6 +330,15 @@ const tutti_algo_t *tutti__tune_pick(const tutti_tune_query_t *q, const tutti_tu
     if (f && runs(f, q)) {
       *why = TUTTI_PICK_FORCED;
       return f;
+    }
+  }
+  for (int i = 0; q->model && i < q->model->nrules; i++) {
+    const tutti_file_rule_t *u = &q->model->rules[i];
+    const tutti_algo_t *a;
+    if (u->coll == (int)q->coll && q->nranks >= u->nlo && q->nranks <= u->nhi &&
+        q->bytes >= u->lo && q->bytes < u->hi && (a = tutti__algo_find(u->algo)) && runs(a, q)) {
+      *why = TUTTI_PICK_FILE;
+      return a;
     }
   }
   const tutti_algo_t *best = NULL, *first = NULL;

@@ -8,6 +8,7 @@
 #define TUTTI_TUNER_H
 
 #include "algo/algo.h"
+#include "tune/model.h"
 
 /* Per-message latency and per-byte costs of one transport, in seconds. */
 typedef struct tutti_cost_params {
@@ -17,8 +18,15 @@ typedef struct tutti_cost_params {
   double beta_reduce; /* one byte combined by a reduction kernel */
 } tutti_cost_params_t;
 
-/* The parameters of shm (tcp 0) or tcp (tcp 1), from the table in tuner.c. */
+/* The fallback parameters of shm (tcp 0) or tcp (tcp 1), from the table in tuner.c: what the
+ * model uses where nothing was measured. */
 const tutti_cost_params_t *tutti__cost_params(int tcp);
+
+/* The parameters of shm or tcp derived from model m (NULL: the fallbacks) for a call whose
+ * ranks each touch footprint bytes: in-cache bandwidths while that fits in L2, memory ones
+ * above. Each quantity m lacks (0) keeps its fallback. */
+void tutti__model_params(const tutti_model_t *m, int tcp, size_t footprint,
+                         tutti_cost_params_t *out);
 
 /* Bytes of a call as nccl-tests (and tutti-bench and TUTTI_TUNE) count them: the whole vector
  * of all-reduce, broadcast and reduce; the gathered result of all-gather; the input of
@@ -35,6 +43,7 @@ typedef struct tutti_tune_query {
   size_t chunk_bytes; /* TUTTI_CHUNK_SIZE */
   int cma;            /* single-copy reads between all ranks work (comm->cma) */
   size_t mbox_bytes;  /* one-shot mailbox capacity (tutti__mbox_capacity), 0: none */
+  const tutti_model_t *model; /* the communicator's (comm->cfg.model); NULL: the fallbacks */
 } tutti_tune_query_t;
 
 /* The query of comm for a call. */
@@ -46,7 +55,13 @@ void tutti__tune_query(const struct tutti_comm *comm, const tutti_coll_args_t *a
 double tutti__tune_predict(const tutti_algo_t *algo, const tutti_tune_query_t *q);
 
 /* Why a pick was made. */
-typedef enum { TUTTI_PICK_TUNE, TUTTI_PICK_FORCED, TUTTI_PICK_MODEL, TUTTI_PICK_ONLY } tutti_pick_why_t;
+typedef enum {
+  TUTTI_PICK_TUNE,
+  TUTTI_PICK_FORCED,
+  TUTTI_PICK_MODEL,
+  TUTTI_PICK_ONLY,
+  TUTTI_PICK_FILE /* a rule of TUTTI_TUNE_FILE */
+} tutti_pick_why_t;
 
 /* The bytes one rank posts in its mailbox for a one-shot q. */
 size_t tutti__oneshot_payload(const tutti_tune_query_t *q);
@@ -54,7 +69,8 @@ size_t tutti__oneshot_payload(const tutti_tune_query_t *q);
 /* The algorithm for q, among those that can run there (single-copy ones only where q->cma,
  * one-shot ones only where the payload fits a mailbox):
  * the first TUTTI_TUNE rule that matches, else TUTTI_ALGO (forced, when
- * not "auto" and it implements the collective), else the cheapest by the model (ties: the
+ * not "auto" and it implements the collective), else the first rule of the tuning file
+ * (q->model) that matches, else the cheapest by the model (ties: the
  * first in the table), else the first algorithm that implements the collective. NULL when none
  * does. why may be NULL. */
 const tutti_algo_t *tutti__tune_pick(const tutti_tune_query_t *q, const tutti_tune_rule_t *rules,

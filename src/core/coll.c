@@ -156,16 +156,18 @@ tutti_result_t tutti__p2p_post(struct tutti_comm *comm, const tutti_task_t *t, t
   const tutti_coll_args_t *a = &t->a;
   comm->op_name = t->api;
   TRY(usable(comm));
-  tutti_peer_t *p = &comm->peers[a->peer];
+  tutti_peer_t *p = &comm->peers[a->coll == TUTTI_COLL_SEND ? a->peer : comm->rank];
   size_t bytes = a->count * tutti__dtype_size(a->dtype);
-  /* Both ends describe the pair the same way, so a size or dtype mismatch is caught. */
-  comm->fp = (tutti_fingerprint_t){TUTTI_COLL_SEND, (uint8_t)a->dtype, 0, 0, 0, a->count};
+  /* Both ends describe the pair the same way, so a size or dtype mismatch is caught; the
+   * user's tag travels in the root field (transport.h, matched receives). */
+  comm->fp = (tutti_fingerprint_t){TUTTI_COLL_SEND, (uint8_t)a->dtype, 0, 0, a->tag, a->count};
   *deadline = tutti__deadline_after(comm->cfg.timeout_s);
-  /* Point-to-point messages count per ordered pair, so they match in order and can never be
-   * taken for a collective's message (whose tag is the collective sequence number). */
+  /* Point-to-point messages count per ordered pair and carry the point-to-point bit, so they
+   * can never be taken for a collective's message (whose tag is the collective sequence
+   * number). Receives match by source and tag (p2p_match.c). */
   if (a->coll == TUTTI_COLL_SEND)
     return tutti__isend_tag(comm, x, a->peer, a->sendbuf, bytes, p2p_tag(p->p2p_sent++));
-  return tutti__irecv_tag(comm, x, a->peer, a->recvbuf, bytes, p2p_tag(p->p2p_rcvd++));
+  return tutti__p2p_irecv(comm, x, a->peer, a->recvbuf, bytes, a->tag, a->status);
 }
 
 /* Elements of sendbuf a reducing collective reads: what a premul-sum must scale. */
@@ -360,36 +362,71 @@ tutti_result_t tutti_ibarrier(tutti_comm_t comm, tutti_request_t *req) {
 }
 
 static tutti_result_t do_p2p(tutti_coll_t kind, const void *buf, size_t count,
-                             tutti_dtype_t dtype, int peer, tutti_comm_t comm,
-                             tutti_request_t *req, const char *api) {
+                             tutti_dtype_t dtype, int peer, int tag, tutti_status_t *status,
+                             tutti_comm_t comm, tutti_request_t *req, const char *api) {
   TUTTI_ENTER(comm, api);
-  tutti_coll_args_t a = TUTTI_ARGS(kind, .count = count, .dtype = dtype, .peer = peer);
+  tutti_coll_args_t a = TUTTI_ARGS(kind, .count = count, .dtype = dtype, .peer = peer,
+                                   .tag = tag, .status = status);
   if (kind == TUTTI_COLL_SEND)
     a.sendbuf = buf;
   else
     a.recvbuf = (void *)buf;
   TRY(tutti__check_dtype_op(comm, &a, 0));
-  TRY(tutti__check_rank(comm, "peer", peer));
-  if (peer == comm->rank) return bad(comm, "peer", "is this rank: a rank cannot send to itself");
+  /* The wildcards belong to the tagged calls; for tutti_recv, -1 stays a bad rank. */
+  int any = kind == TUTTI_COLL_RECV && strstr(api, "_tag") != NULL;
+  if (!(any && peer == TUTTI_ANY_SOURCE)) {
+    TRY(tutti__check_rank(comm, "peer", peer));
+    if (peer == comm->rank)
+      return bad(comm, "peer", "is this rank: a rank cannot send to itself");
+  } else if (comm->nranks == 1) {
+    return bad(comm, "peer", "is TUTTI_ANY_SOURCE on a communicator of one rank: no rank can "
+               "send to it");
+  }
+  if (tag < 0 && !(any && tag == TUTTI_ANY_TAG))
+    return tutti__error(comm, TUTTI_ERR_INVALID_ARGUMENT, "tag %d is negative (tags are >= 0"
+                        "%s)", tag, any ? "; TUTTI_ANY_TAG is -1" : "");
   TRY(tutti__check_size(comm, count, 1));
   TRY(tutti__need_buf(comm, buf, "buf", count));
+  if (status) *status = (tutti_status_t){-1, -1};
   return tutti__submit(comm, api, &a, req);
 }
 tutti_result_t tutti_send(const void *buf, size_t count, tutti_dtype_t dtype, int peer,
                           tutti_comm_t comm) {
-  return do_p2p(TUTTI_COLL_SEND, buf, count, dtype, peer, comm, NULL, "tutti_send");
+  return do_p2p(TUTTI_COLL_SEND, buf, count, dtype, peer, 0, NULL, comm, NULL, "tutti_send");
 }
 tutti_result_t tutti_recv(void *buf, size_t count, tutti_dtype_t dtype, int peer,
                           tutti_comm_t comm) {
-  return do_p2p(TUTTI_COLL_RECV, buf, count, dtype, peer, comm, NULL, "tutti_recv");
+  return do_p2p(TUTTI_COLL_RECV, buf, count, dtype, peer, 0, NULL, comm, NULL, "tutti_recv");
 }
 tutti_result_t tutti_isend(const void *buf, size_t count, tutti_dtype_t dtype, int peer,
                            tutti_comm_t comm, tutti_request_t *req) {
   if (!req) return TUTTI_ERR_INVALID_ARGUMENT;
-  return do_p2p(TUTTI_COLL_SEND, buf, count, dtype, peer, comm, req, "tutti_isend");
+  return do_p2p(TUTTI_COLL_SEND, buf, count, dtype, peer, 0, NULL, comm, req, "tutti_isend");
 }
 tutti_result_t tutti_irecv(void *buf, size_t count, tutti_dtype_t dtype, int peer,
                            tutti_comm_t comm, tutti_request_t *req) {
   if (!req) return TUTTI_ERR_INVALID_ARGUMENT;
-  return do_p2p(TUTTI_COLL_RECV, buf, count, dtype, peer, comm, req, "tutti_irecv");
+  return do_p2p(TUTTI_COLL_RECV, buf, count, dtype, peer, 0, NULL, comm, req, "tutti_irecv");
+}
+tutti_result_t tutti_send_tag(const void *buf, size_t count, tutti_dtype_t dtype, int peer,
+                              int tag, tutti_comm_t comm) {
+  return do_p2p(TUTTI_COLL_SEND, buf, count, dtype, peer, tag, NULL, comm, NULL,
+                "tutti_send_tag");
+}
+tutti_result_t tutti_recv_tag(void *buf, size_t count, tutti_dtype_t dtype, int peer, int tag,
+                              tutti_comm_t comm, tutti_status_t *status) {
+  return do_p2p(TUTTI_COLL_RECV, buf, count, dtype, peer, tag, status, comm, NULL,
+                "tutti_recv_tag");
+}
+tutti_result_t tutti_isend_tag(const void *buf, size_t count, tutti_dtype_t dtype, int peer,
+                               int tag, tutti_comm_t comm, tutti_request_t *req) {
+  if (!req) return TUTTI_ERR_INVALID_ARGUMENT;
+  return do_p2p(TUTTI_COLL_SEND, buf, count, dtype, peer, tag, NULL, comm, req,
+                "tutti_isend_tag");
+}
+tutti_result_t tutti_irecv_tag(void *buf, size_t count, tutti_dtype_t dtype, int peer, int tag,
+                               tutti_comm_t comm, tutti_request_t *req) {
+  if (!req) return TUTTI_ERR_INVALID_ARGUMENT;
+  return do_p2p(TUTTI_COLL_RECV, buf, count, dtype, peer, tag, NULL, comm, req,
+                "tutti_irecv_tag");
 }

@@ -154,6 +154,7 @@ static tutti_result_t comm_build(struct tutti_comm *comm, uint32_t root_ip, uint
   free(table);
   TRY_GOTO(place_peers(comm), res, out);
   TRY_GOTO(connect_transports(comm, dfd), res, out);
+  TRY_GOTO(tutti__model_agree(comm), res, out);
   /* Kept for tutti_comm_shrink: the survivors find each other through these listeners. */
   comm->listen_fd = dfd;
   dfd = -1;
@@ -172,14 +173,16 @@ out:
   return res;
 }
 
-static void comm_free(struct tutti_comm *comm) {
+void tutti__comm_free(struct tutti_comm *comm) {
   if (!comm) return;
   tutti__engine_destroy(comm);
+  tutti__p2p_drop(comm);
   if (comm->listen_fd >= 0) close(comm->listen_fd);
   if (comm->retired_fd >= 0) close(comm->retired_fd);
   free(comm->userops);
   if (comm->shm) comm->shm->ops->destroy(comm->shm);
   if (comm->tcp) comm->tcp->ops->destroy(comm->tcp);
+  if (comm->mem) comm->mem->ops->destroy(comm->mem); /* mem transport hook (issue 13) */
   if (comm->scratch) munmap(comm->scratch, comm->scratch_bytes);
   free(comm->wants);
   free(comm->cma_ops);
@@ -190,12 +193,12 @@ static void comm_free(struct tutti_comm *comm) {
   free(comm);
 }
 
-tutti_result_t tutti__comm_create(tutti_comm_t *out, int nranks, int rank, uint32_t ip,
-                                  uint16_t port, const uint8_t *secret, const char *op,
-                                  const tutti_config_t *inherit, int wait_for_root) {
+tutti_result_t tutti__comm_alloc(int nranks, int rank, const char *op,
+                                 const tutti_config_t *inherit, struct tutti_comm **out) {
   char err[256];
   tutti_result_t res = TUTTI_SUCCESS;
   struct tutti_comm *comm = calloc(1, sizeof *comm);
+  *out = NULL;
   if (!comm) return TUTTI_ERR_SYSTEM;
   comm->listen_fd = -1;
   comm->retired_fd = -1;
@@ -224,6 +227,19 @@ tutti_result_t tutti__comm_create(tutti_comm_t *out, int nranks, int rank, uint3
     tutti__error(comm, res, "%s", err);
     goto fail;
   }
+  *out = comm;
+  return TUTTI_SUCCESS;
+fail:
+  tutti__comm_free(comm);
+  return res;
+}
+
+tutti_result_t tutti__comm_create(tutti_comm_t *out, int nranks, int rank, uint32_t ip,
+                                  uint16_t port, const uint8_t *secret, const char *op,
+                                  const tutti_config_t *inherit, int wait_for_root) {
+  struct tutti_comm *comm;
+  tutti_result_t res = tutti__comm_alloc(nranks, rank, op, inherit, &comm);
+  if (res != TUTTI_SUCCESS) return res;
   /* A unique id's rendezvous listens from the moment the id exists, so a refusal is final;
    * a launched job's rank 0 may start its rendezvous after the others try. */
   TRY_GOTO(comm_build(comm, ip, port, secret, wait_for_root), res, fail);
@@ -232,7 +248,8 @@ tutti_result_t tutti__comm_create(tutti_comm_t *out, int nranks, int rank, uint3
   *out = comm;
   return TUTTI_SUCCESS;
 fail:
-  comm_free(comm);
+  tutti__init_error("%s", comm->last_error[0] ? comm->last_error : tutti_result_string(res));
+  tutti__comm_free(comm);
   return res;
 }
 
@@ -243,11 +260,15 @@ tutti_result_t tutti_comm_init_rank(tutti_comm_t *comm, int nranks, const tutti_
   if (!comm || !id || nranks < 1 || nranks > TUTTI_MAX_RANKS || rank < 0 || rank >= nranks) {
     WARN("boot", rank, "%s: invalid argument (comm %p, id %p, rank %d of %d)", op,
          (void *)comm, (const void *)id, rank, nranks);
+    tutti__init_error("%s: invalid argument (comm %p, id %p, rank %d of %d ranks; at most "
+                      "%d ranks)", op, (void *)comm, (const void *)id, rank, nranks,
+                      TUTTI_MAX_RANKS);
     return TUTTI_ERR_INVALID_ARGUMENT;
   }
   *comm = NULL;
   if (tutti__uid_unpack(id, &f) != TUTTI_SUCCESS) {
     WARN("boot", rank, "%s: the id was not made by tutti_get_unique_id", op);
+    tutti__init_error("%s: the id was not made by tutti_get_unique_id", op);
     return TUTTI_ERR_INVALID_ARGUMENT;
   }
   return tutti__comm_create(comm, nranks, rank, f.ip, f.port, f.secret, op, NULL, 0);
@@ -282,6 +303,7 @@ tutti_result_t tutti_comm_init_env(tutti_comm_t *comm) {
   const char *op = "tutti_comm_init_env";
   if (!comm) {
     WARN("boot", -1, "%s: comm is NULL", op);
+    tutti__init_error("%s: comm is NULL", op);
     return TUTTI_ERR_INVALID_ARGUMENT;
   }
   *comm = NULL;
@@ -307,6 +329,7 @@ tutti_result_t tutti_comm_init_env(tutti_comm_t *comm) {
   }
   if (res != TUTTI_SUCCESS) {
     WARN("boot", -1, "%s: %s", op, err);
+    tutti__init_error("%s: %s", op, err);
     tutti__auth_cleanse(secret, sizeof secret);
     return res;
   }
@@ -317,7 +340,7 @@ tutti_result_t tutti_comm_init_env(tutti_comm_t *comm) {
 
 tutti_result_t tutti_comm_destroy(tutti_comm_t comm) {
   if (!comm) return TUTTI_ERR_INVALID_ARGUMENT;
-  comm_free(comm);
+  tutti__comm_free(comm);
   return TUTTI_SUCCESS;
 }
 
@@ -334,6 +357,10 @@ tutti_result_t tutti_comm_abort(tutti_comm_t comm) {
   if (comm->tcp) {
     comm->tcp->ops->fail(comm->tcp, why);
     comm->tcp->ops->wake(comm->tcp);
+  }
+  if (comm->mem) { /* mem transport hook (issue 13) */
+    comm->mem->ops->fail(comm->mem, why);
+    comm->mem->ops->wake(comm->mem);
   }
   return TUTTI_SUCCESS;
 }

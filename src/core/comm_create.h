@@ -14,4 +14,12 @@ tutti_result_t tutti__comm_create(tutti_comm_t *out, int nranks, int rank, uint3
                                   uint16_t port, const uint8_t *secret, const char *op,
                                   const tutti_config_t *inherit, int wait_for_root);
 
+/* The communicator's memory and configuration (inherit's, else the environment's), with
+ * nothing connected: tutti__comm_create's first half, and how the in-memory transport
+ * (transport/mem.c) makes its thread ranks. On failure nothing is left allocated. */
+tutti_result_t tutti__comm_alloc(int nranks, int rank, const char *op,
+                                 const tutti_config_t *inherit, struct tutti_comm **out);
+/* Frees a communicator and everything it holds (tutti_comm_destroy). */
+void tutti__comm_free(struct tutti_comm *comm);
+
 #endif

@@ -32,6 +32,13 @@ static const tutti_config_var_t config_vars[] = {
                        "recursive_doubling (sizes as tutti-bench counts them, k/m/g suffixes)"},
     {"TUTTI_DETERMINISTIC", "0", "1: every reduction folds the ranks in rank order, so results "
                                  "are bitwise the same whatever the algorithm, size or chunking"},
+    {"TUTTI_TUNE_MEASURE", "1", "1: the tuner's parameters come from this host's cache file "
+                                "(~/.cache/tutti/machine), or are measured at init (rank 0, "
+                                "tens of ms) and cached; force: measure now and refresh the "
+                                "cache; 0: documented fallbacks (docs/tuning.md)"},
+    {"TUTTI_TUNE_FILE", "", "tuning table (machine parameters and per-size algorithm rules, "
+                            "docs/tuning.md) rank 0 loads at init, or saves its measurement "
+                            "to if the file does not exist; tutti-tune writes one"},
     {"TUTTI_SECRET", "", "hex job secret for tutti_comm_init_env; tutti-run sets a random one"},
     /* Read by tutti_comm_init_env (bootstrap/env.c), not parsed here: listed so that
      * tutti-info and docs/env.md show every variable the library reads. */
@@ -140,6 +147,20 @@ tutti_result_t tutti__config_parse(tutti_config_lookup_fn get, void *ctx, tutti_
     }
     *flags[i].out = v[0] == '1';
   }
+  v = value_of(get, ctx, "TUTTI_TUNE_MEASURE");
+  if (!strcmp(v, "0") || !strcmp(v, "1")) cfg->tune_measure = v[0] == '1';
+  else if (!strcmp(v, "force")) cfg->tune_measure = 2;
+  else {
+    snprintf(err, errlen, "TUTTI_TUNE_MEASURE=%s is not 0, 1 or force", v);
+    return TUTTI_ERR_INVALID_ARGUMENT;
+  }
+  v = value_of(get, ctx, "TUTTI_TUNE_FILE");
+  if (strlen(v) >= sizeof cfg->tune_file) {
+    snprintf(err, errlen, "TUTTI_TUNE_FILE is longer than %zu characters",
+             sizeof cfg->tune_file - 1);
+    return TUTTI_ERR_INVALID_ARGUMENT;
+  }
+  snprintf(cfg->tune_file, sizeof cfg->tune_file, "%s", v);
   if (tutti__tune_parse(value_of(get, ctx, "TUTTI_TUNE"), cfg->tune, TUTTI_TUNE_MAX_RULES,
                         &cfg->ntune, err, errlen) != TUTTI_SUCCESS)
     return TUTTI_ERR_INVALID_ARGUMENT;

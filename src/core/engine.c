@@ -366,6 +366,7 @@ void tutti__engine_kick(struct tutti_comm *comm) {
   atomic_store(&comm->work_pending, 1);
   if (comm->shm) comm->shm->ops->wake(comm->shm);
   if (comm->tcp) comm->tcp->ops->wake(comm->tcp);
+  if (comm->mem) comm->mem->ops->wake(comm->mem); /* mem transport hook (issue 13) */
 }
 
 int tutti__engine_idle(struct tutti_comm *comm) {
@@ -443,6 +444,20 @@ tutti_result_t tutti_request_free(tutti_request_t req) {
   if (!done) req->released = 1; /* freed when it completes */
   if (e) pthread_mutex_unlock(&e->mu);
   if (done) request_destroy(req);
+  return TUTTI_SUCCESS;
+}
+
+tutti_result_t tutti_request_status(tutti_request_t req, tutti_status_t *status) {
+  if (!req || !status) return TUTTI_ERR_INVALID_ARGUMENT;
+  tutti_engine_t *e = req->comm->engine;
+  if (e) pthread_mutex_lock(&e->mu);
+  int done = req->done;
+  if (e) pthread_mutex_unlock(&e->mu);
+  if (!done) return TUTTI_IN_PROGRESS;
+  *status = (tutti_status_t){-1, -1};
+  /* The matched receive wrote its source and tag into the transfer (p2p_match.c). */
+  if (req->task.a.coll == TUTTI_COLL_RECV && req->xfer.complete)
+    *status = (tutti_status_t){req->xfer.peer, (int)req->xfer.got.fp.root};
   return TUTTI_SUCCESS;
 }
 

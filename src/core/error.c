@@ -77,6 +77,7 @@ void tutti__comm_fail(struct tutti_comm *comm, tutti_result_t res) {
   comm->failed = res;
   if (comm->shm) comm->shm->ops->fail(comm->shm, comm->last_error);
   if (comm->tcp) comm->tcp->ops->fail(comm->tcp, comm->last_error);
+  if (comm->mem) comm->mem->ops->fail(comm->mem, comm->last_error); /* mem hook (issue 13) */
 }
 
 const char *tutti__peer_desc(const struct tutti_comm *comm, int peer, char *buf, size_t len) {
@@ -84,3 +85,16 @@ const char *tutti__peer_desc(const struct tutti_comm *comm, int peer, char *buf,
   snprintf(buf, len, "rank %d (pid %d on host %s)", peer, (int)p->pid, p->host);
   return buf;
 }
+
+/* Per thread, because a failed init has no communicator to hold its sentence, and two
+ * threads may fail to init at once. */
+static _Thread_local char init_error[512];
+
+void tutti__init_error(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(init_error, sizeof init_error, fmt, ap);
+  va_end(ap);
+}
+
+const char *tutti_last_init_error(void) { return init_error; }

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "tutti.h"
+#include "tune/model.h"
 
 #define TUTTI_HIDDEN __attribute__((visibility("hidden")))
 
@@ -60,7 +61,8 @@ void tutti__log_banner(int rank, int nranks, int nlocal, const char *transport, 
 
 /* ---- Configuration ------------------------------------------------------------------- */
 
-enum { TUTTI_TRANSPORT_AUTO = 0, TUTTI_TRANSPORT_SHM, TUTTI_TRANSPORT_TCP };
+/* MEM: peers that are threads of this process (transport/mem.c); never set by TUTTI_TRANSPORT. */
+enum { TUTTI_TRANSPORT_AUTO = 0, TUTTI_TRANSPORT_SHM, TUTTI_TRANSPORT_TCP, TUTTI_TRANSPORT_MEM };
 
 /* One TUTTI_TUNE rule: collective coll (a tutti_coll_t) with lo <= bytes < hi runs the
  * algorithm at index algo of the algorithm table. */
@@ -84,6 +86,11 @@ typedef struct tutti_config {
   tutti_tune_rule_t tune[TUTTI_TUNE_MAX_RULES]; /* TUTTI_TUNE, parsed (algo/tuner.c) */
   int ntune;
   int deterministic;      /* TUTTI_DETERMINISTIC: reductions fold ranks in rank order */
+  int tune_measure;       /* TUTTI_TUNE_MEASURE: 0 fallbacks, 1 cache or measure, 2 measure */
+  char tune_file[512];    /* TUTTI_TUNE_FILE: tuning table to load (or save), "" none */
+  /* The machine model of the communicator, the same on every rank (tune/agree.c); filled
+   * at init, inherited with the rest by communicators made from this one. */
+  tutti_model_t model;
 } tutti_config_t;
 
 typedef struct tutti_config_var {
@@ -165,6 +172,7 @@ struct tutti_comm {
   int cma;             /* every rank is on this host and may read the others' memory */
   struct tutti_transport *shm;
   struct tutti_transport *tcp;
+  struct tutti_transport *mem; /* ranks as threads (transport/mem.c; issue 13 hook) */
   uint32_t seq;        /* collectives started on this communicator */
   uint32_t call_seq;   /* the collective running now (its seq), or 0 between calls */
   uint32_t verify_seq; /* the oldest rooted call some local peer had not published, or 0 */
@@ -198,6 +206,7 @@ struct tutti_comm {
     size_t bytes;
     const struct tutti_algo *algo;
   } pick_cache[16];
+  struct tutti_p2p *p2p; /* matched point-to-point receives (p2p_match.c), or NULL */
   void *scratch;       /* reused working memory of the algorithms */
   size_t scratch_bytes;
 };
@@ -212,6 +221,9 @@ tutti_result_t tutti__error(struct tutti_comm *comm, tutti_result_t res, const c
  * refused call): it never becomes the communicator's first failure. */
 tutti_result_t tutti__error_soft(struct tutti_comm *comm, tutti_result_t res, const char *fmt,
                                  ...) __attribute__((format(printf, 3, 4)));
+
+/* Records why this thread's communicator creation failed (tutti_last_init_error). */
+void tutti__init_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Marks comm failed with res (after tutti__error recorded why) and tells the peers through
  * every transport, so that ranks waiting on this one fail promptly instead of timing out. */

@@ -13,6 +13,7 @@ static const struct {
     [TUTTI_FLOAT16] = {"float16", 2}, [TUTTI_BFLOAT16] = {"bfloat16", 2},
     [TUTTI_FLOAT32] = {"float32", 4}, [TUTTI_FLOAT64] = {"float64", 8},
     [TUTTI_FLOAT8_E4M3] = {"float8_e4m3", 1}, [TUTTI_FLOAT8_E5M2] = {"float8_e5m2", 1},
+    [TUTTI_INT16] = {"int16", 2},     [TUTTI_UINT16] = {"uint16", 2},
 };
 
 static const char *const ops[] = {
@@ -22,10 +23,16 @@ static const char *const ops[] = {
 };
 
 /* Validity is "inside the table", so the tables must end at the enums' last values. */
-_Static_assert(sizeof dtypes / sizeof dtypes[0] == TUTTI_FLOAT8_E5M2 + 1, "dtype table");
+_Static_assert(sizeof dtypes / sizeof dtypes[0] == TUTTI_UINT16 + 1, "dtype table");
 _Static_assert(sizeof ops / sizeof ops[0] == TUTTI_NUM_OPS, "op table");
-/* tutti__op_supports relies on the integers being the enum's first values. */
+/* tutti__dtype_is_int relies on the first integers being the enum's first values, and the
+ * 16-bit ones (appended later) its last. */
 _Static_assert(TUTTI_INT8 == 0 && TUTTI_UINT64 + 1 == TUTTI_FLOAT16, "integer dtypes first");
+_Static_assert(TUTTI_INT16 == TUTTI_FLOAT8_E5M2 + 1, "16-bit integers last");
+
+int tutti__dtype_is_int(int dtype) {
+  return (dtype >= 0 && dtype <= TUTTI_UINT64) || dtype == TUTTI_INT16 || dtype == TUTTI_UINT16;
+}
 
 int tutti__dtype_valid(int dtype) {
   return dtype >= 0 && (size_t)dtype < sizeof dtypes / sizeof dtypes[0];
@@ -36,7 +43,7 @@ int tutti__op_valid(int op) { return op >= 0 && (size_t)op < sizeof ops / sizeof
 int tutti__op_supports(int op, int dtype) {
   if (!tutti__op_valid(op) || !tutti__dtype_valid(dtype)) return 0;
   int bitwise = op == TUTTI_BAND || op == TUTTI_BOR || op == TUTTI_BXOR;
-  return !bitwise || dtype <= TUTTI_UINT64; /* the integers come first in the enum */
+  return !bitwise || tutti__dtype_is_int(dtype);
 }
 
 size_t tutti__dtype_size(tutti_dtype_t dtype) {

@@ -18,6 +18,9 @@ int tutti__op_valid(int op);
  * dtypes only, the others to every dtype. 0 if not, or if either is invalid. */
 int tutti__op_supports(int op, int dtype);
 
+/* 1 for the integer dtypes (INT8 ... UINT64, INT16, UINT16), else 0. */
+int tutti__dtype_is_int(int dtype);
+
 /* Bytes per element of a valid dtype. */
 size_t tutti__dtype_size(tutti_dtype_t dtype);
 

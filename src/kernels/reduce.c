@@ -32,7 +32,9 @@
   X(INT32, int32, int32_t, uint32_t, int64_t)                                               \
   X(UINT32, uint32, uint32_t, uint32_t, uint64_t)                                           \
   X(INT64, int64, int64_t, uint64_t, int64_t)                                               \
-  X(UINT64, uint64, uint64_t, uint64_t, uint64_t)
+  X(UINT64, uint64, uint64_t, uint64_t, uint64_t)                                           \
+  X(INT16, int16, int16_t, uint16_t, int64_t)                                               \
+  X(UINT16, uint16, uint16_t, uint16_t, uint64_t)
 
 /* X(enum suffix, name, C type, copysign for the type) */
 #define FLOAT_TYPES(X) X(FLOAT32, float32, float, copysignf) X(FLOAT64, float64, double, copysign)
@@ -52,14 +54,15 @@
  *
  * Integers: sums and products are taken in the unsigned twin, where overflow wraps by
  * definition; converting back to the signed type is modular on every compiler we support.
- * The 8-bit twin promotes to int, but 255 * 255 still fits. Division happens in 64 bits so
+ * The 8- and 16-bit twins promote to int, where 65535 * 65535 would overflow, so products
+ * start from 1u and happen in unsigned int. Division happens in 64 bits so
  * that nranks never has to fit the element type (int8 with 200 ranks). The bitwise ops work
  * on the bits as they are, sign included (two's complement).
  */
 #define INT_OPS(E, name, T, U, W)                                                           \
   typedef T name##_scalar_t;                                                                \
   static inline T name##_sum(T x, T y) { return (T)(U)((U)x + (U)y); }                      \
-  static inline T name##_prod(T x, T y) { return (T)(U)((U)x * (U)y); }                     \
+  static inline T name##_prod(T x, T y) { return (T)(U)(1u * (U)x * (U)y); }                \
   static inline T name##_min(T x, T y) { return x < y ? x : y; }                            \
   static inline T name##_max(T x, T y) { return x > y ? x : y; }                            \
   static inline T name##_band(T x, T y) { return (T)(x & y); }                              \
@@ -200,7 +203,7 @@ typedef void (*premul_fn)(void *, const void *, size_t, const void *);
 #define DIV_ROW(E, name, ...) [TUTTI_##E] = k_##name##_div,
 #define PREMUL_ROW(E, name, ...) [TUTTI_##E] = k_##name##_premul,
 
-enum { NUM_DTYPES = TUTTI_FLOAT8_E5M2 + 1 };
+enum { NUM_DTYPES = TUTTI_UINT16 + 1 };
 
 static const binary_fn binary_kernels[NUM_DTYPES][TUTTI_NUM_OPS] = {
     INT_TYPES(INT_ROW) FLOAT_TYPES(BINARY_ROW) HALF_TYPES(BINARY_ROW) FP8_TYPES(BINARY_ROW)};

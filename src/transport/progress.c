@@ -144,7 +144,7 @@ tutti_result_t tutti__hdr_check(const tutti_msg_hdr_t *want, const void *got_byt
   return TUTTI_SUCCESS;
 }
 
-static tutti_result_t check_header(struct tutti_comm *comm, const tutti_xfer_t *op,
+tutti_result_t tutti__check_header(struct tutti_comm *comm, const tutti_xfer_t *op,
                                    const tutti_msg_hdr_t *got) {
   /* The common case costs three compares; sentences are built only for a mismatch. */
   if (got->magic == TUTTI_MSG_MAGIC && got->seq == op->hdr.seq && got->len == op->len &&
@@ -188,7 +188,13 @@ static tutti_result_t check_header(struct tutti_comm *comm, const tutti_xfer_t *
 
 static tutti_result_t progress_recvs(struct tutti_comm *comm, int peer, int *moved_any) {
   tutti_peer_t *p = &comm->peers[peer];
-  while (p->recvq_head) {
+  if (comm->p2p) {
+    /* Point-to-point receives, and a collective's header they may have read first. */
+    int handled;
+    TRY(tutti__p2p_progress(comm, peer, moved_any, &handled));
+    if (handled) return TUTTI_SUCCESS;
+  }
+  while (p->recvq_head && p->recvq_head->kind != TUTTI_OP_MATCH) {
     tutti_xfer_t *op = p->recvq_head;
     size_t moved = 0;
     if (op->done < HDR_BYTES) {
@@ -197,7 +203,7 @@ static tutti_result_t progress_recvs(struct tutti_comm *comm, int peer, int *mov
       op->done += moved;
       if (moved) *moved_any = 1;
       if (op->done < HDR_BYTES) break;
-      TRY(check_header(comm, op, &op->got));
+      TRY(tutti__check_header(comm, op, &op->got));
       if (!(op->hdr.seq & 0x80000000u)) p->seen_seq = op->hdr.seq;
       moved = 0;
     }
@@ -220,7 +226,8 @@ static tutti_result_t progress_peer(struct tutti_comm *comm, int peer, int *move
 static tutti_result_t progress_all(struct tutti_comm *comm, int *moved_any) {
   for (int i = 0; i < comm->nranks; i++) {
     tutti_peer_t *p = &comm->peers[i];
-    if (p->sendq_head || p->recvq_head) TRY(progress_peer(comm, i, moved_any));
+    if (p->sendq_head || p->recvq_head || tutti__p2p_wants(comm, i))
+      TRY(progress_peer(comm, i, moved_any));
   }
   return TUTTI_SUCCESS;
 }
@@ -259,6 +266,7 @@ void tutti__drop_ops(struct tutti_comm *comm) {
     p->sendq_head = p->sendq_tail = NULL;
     p->recvq_head = p->recvq_tail = NULL;
   }
+  tutti__p2p_drop(comm);
 }
 
 /* Names what this rank waits for, so that a timeout points at the culprit; the full report
@@ -288,7 +296,8 @@ static int collect_wants(struct tutti_comm *comm, tutti_transport_t *tp, tutti_w
   for (int i = 0; i < comm->nranks; i++) {
     tutti_peer_t *p = &comm->peers[i];
     if (p->tp != tp) continue;
-    int what = (p->sendq_head ? TUTTI_WANT_SEND : 0) | (p->recvq_head ? TUTTI_WANT_RECV : 0);
+    int what = (p->sendq_head ? TUTTI_WANT_SEND : 0) |
+               (p->recvq_head || tutti__p2p_wants(comm, i) ? TUTTI_WANT_RECV : 0);
     if (what) {
       wants[n].peer = i;
       wants[n++].what = what;
@@ -302,7 +311,8 @@ static tutti_result_t block_once(struct tutti_comm *comm, int64_t deadline,
   int64_t left_ms = (deadline - tutti__now_ns()) / 1000000;
   /* Short slices bound how late an abort from another thread or a dead peer is noticed. */
   int slice = left_ms < 100 ? (int)(left_ms > 0 ? left_ms : 0) : 100;
-  tutti_transport_t *tps[2] = {comm->shm, comm->tcp};
+  /* The in-memory transport never shares a communicator with the others (issue 13 hook). */
+  tutti_transport_t *tps[2] = {comm->mem ? comm->mem : comm->shm, comm->tcp};
   int nw[2] = {0, 0};
   for (int t = 0; t < 2; t++)
     if (tps[t]) nw[t] = collect_wants(comm, tps[t], wants + (t ? nw[0] : 0));
@@ -344,7 +354,9 @@ tutti_result_t tutti__wait_slice(struct tutti_comm *comm, tutti_xfer_t *op, int6
      * core the peer needs, so yield a few times instead and then sleep. */
     if (idle++ == 0) spin_until = tutti__now_ns() + (int64_t)(comm->cfg.spin_us * 1000);
     if (comm->oversubscribed) {
-      if (idle < 8) {
+      /* Thread ranks (mem.c; issue 13 hook) sleep at once: with hundreds of them a core, a
+       * yield only hands the core to another waiter. */
+      if (idle < 8 && !comm->mem) {
         sched_yield();
         continue;
       }

@@ -195,7 +195,8 @@ int tutti__stopped_peer(const struct tutti_comm *comm) {
   const tutti_peer_t *me = &comm->peers[comm->rank];
   for (int r = 0; r < comm->nranks; r++) {
     const tutti_peer_t *p = &comm->peers[r];
-    if (r != comm->rank && strcmp(p->host, me->host) == 0 &&
+    /* A thread rank of this process (transport/mem.c) is running this very code. */
+    if (r != comm->rank && p->pid != me->pid && strcmp(p->host, me->host) == 0 &&
         strcmp(p->boot_id, me->boot_id) == 0 && pid_stopped(p->pid))
       return r;
   }

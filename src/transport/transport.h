@@ -68,7 +68,8 @@ typedef struct tutti_msg_hdr {
   tutti_fingerprint_t fp;
 } tutti_msg_hdr_t;
 
-enum { TUTTI_OP_SEND = 1, TUTTI_OP_RECV = 2 };
+/* TUTTI_OP_MATCH: a point-to-point receive matched by (source, tag) (p2p_match.c). */
+enum { TUTTI_OP_SEND = 1, TUTTI_OP_RECV = 2, TUTTI_OP_MATCH = 3 };
 
 /* Owned by the caller (often on its stack) until complete or until the collective fails. */
 typedef struct tutti_xfer {
@@ -81,6 +82,8 @@ typedef struct tutti_xfer {
   int complete;
   tutti_msg_hdr_t hdr; /* what is sent, or what a receive expects */
   tutti_msg_hdr_t got; /* the header a receive actually read */
+  uint64_t order;          /* TUTTI_OP_MATCH: when it was posted, for MPI's matching order */
+  tutti_status_t *status;  /* TUTTI_OP_MATCH: where to report source and tag, or NULL */
 } tutti_xfer_t;
 
 /* Queues a send of len bytes of buf to peer. buf must stay valid and unchanged until the op
@@ -106,6 +109,28 @@ tutti_result_t tutti__irecv_tag(struct tutti_comm *comm, tutti_xfer_t *op, int p
 
 /* Empties every queue without completing anything (after a failure, or at destroy). */
 void tutti__drop_ops(struct tutti_comm *comm);
+
+/* Checks a received header against what op expects; a mismatch becomes comm's error. */
+tutti_result_t tutti__check_header(struct tutti_comm *comm, const tutti_xfer_t *op,
+                                   const tutti_msg_hdr_t *got);
+
+/* ---- Matched point-to-point receives (p2p_match.c) ----------------------------------------
+ * Point-to-point messages carry the user's tag in fp.root. A receive takes the first message
+ * from peer (or from any peer: TUTTI_ANY_SOURCE) whose tag matches (any: TUTTI_ANY_TAG); a
+ * message no posted receive matches is read into memory and kept, so a later message of
+ * another tag is never stuck behind it. Matches from one peer keep that peer's order. */
+
+/* Posts the receive (or completes it at once from a kept message). */
+tutti_result_t tutti__p2p_irecv(struct tutti_comm *comm, tutti_xfer_t *op, int peer, void *buf,
+                                size_t len, int tag, tutti_status_t *status);
+/* 1 if the wait loop must read from peer for the matched receives. */
+int tutti__p2p_wants(const struct tutti_comm *comm, int peer);
+/* Reads from peer for the matched receives. *handled is 0 when the collective receive at the
+ * head of peer's queue may read the stream itself (its header may have been handed over). */
+tutti_result_t tutti__p2p_progress(struct tutti_comm *comm, int peer, int *moved_any,
+                                   int *handled);
+/* Forgets every posted matched receive and kept message (after a failure, at destroy). */
+void tutti__p2p_drop(struct tutti_comm *comm);
 
 /* ---- One-shot mailboxes (mbox.c): small collectives of ranks that share one host ---------
  * Every rank of a one-shot call calls begin, then post (its payload, possibly none), then get

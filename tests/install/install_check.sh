@@ -18,9 +18,9 @@ P=$TMP/prefix
 cmake --install "$BUILD" --prefix "$P" >/dev/null
 LIBDIR=$(dirname "$(find "$P" -name libtutti.so -print -quit)")
 [ -n "$LIBDIR" ] || fail "no libtutti.so under $P"
-for f in include/tutti.h bin/tutti-run bin/tutti-bench bin/tutti-info bin/tutti-demo \
+for f in include/tutti.h bin/tutti-run bin/tutti-bench bin/tutti-info bin/tutti-demo bin/tutti-tune \
          bin/all_reduce_perf bin/sendrecv_perf share/man/man1/tutti-run.1 \
-         share/man/man1/tutti-bench.1 share/man/man1/all_reduce_perf.1; do
+         share/man/man1/tutti-bench.1 share/man/man1/tutti-tune.1 share/man/man1/all_reduce_perf.1; do
   [ -e "$P/$f" ] || fail "$f is not installed"
 done
 [ -f "$LIBDIR/libtutti.a" ] || fail "libtutti.a is not installed"

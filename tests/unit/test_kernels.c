@@ -156,9 +156,10 @@ TEST(bf16_cases) {
 TEST(dtype_facts) {
   static const char *names[] = {"int8",     "uint8",   "int32",   "uint32",
                                 "int64",    "uint64",  "float16", "bfloat16",
-                                "float32",  "float64", "float8_e4m3", "float8_e5m2"};
-  static const size_t sizes[] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8, 1, 1};
-  for (int d = 0; d < 12; d++) {
+                                "float32",  "float64", "float8_e4m3", "float8_e5m2",
+                                "int16",    "uint16"};
+  static const size_t sizes[] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8, 1, 1, 2, 2};
+  for (int d = 0; d < 14; d++) {
     ASSERT(tutti__dtype_valid(d));
     ASSERT_EQ(tutti__dtype_size((tutti_dtype_t)d), sizes[d]);
     ASSERT_STR_EQ(tutti__dtype_name(d), names[d]);
@@ -167,15 +168,20 @@ TEST(dtype_facts) {
   for (int o = 0; o < 8; o++) {
     ASSERT(tutti__op_valid(o));
     ASSERT_STR_EQ(tutti__op_name(o), ops[o]);
-    for (int d = 0; d < 12; d++) /* bitwise: integers only; the rest: every dtype */
-      ASSERT_EQ(tutti__op_supports(o, d), o < 5 || d < 6);
+    for (int d = 0; d < 14; d++) /* bitwise: integers only; the rest: every dtype */
+      ASSERT_EQ(tutti__op_supports(o, d), o < 5 || d < 6 || d >= 12);
   }
-  static const int bad[] = {-1, 12, 99, -1000};
+  /* The values API.md fixes did not move when the 16-bit integers were appended. */
+  ASSERT_EQ(TUTTI_FLOAT64, 9);
+  ASSERT_EQ(TUTTI_FLOAT8_E5M2, 11);
+  ASSERT_EQ(TUTTI_INT16, 12);
+  ASSERT_EQ(TUTTI_UINT16, 13);
+  static const int bad[] = {-1, 14, 99, -1000};
   for (int i = 0; i < 4; i++) {
     ASSERT(!tutti__dtype_valid(bad[i]));
     ASSERT_EQ(tutti__dtype_size((tutti_dtype_t)bad[i]), 0);
     ASSERT_STR_EQ(tutti__dtype_name(bad[i]), "?");
-    int op = bad[i] == 12 ? TUTTI_NUM_OPS : bad[i];
+    int op = bad[i] == 14 ? TUTTI_NUM_OPS : bad[i];
     ASSERT(!tutti__op_valid(op));
     ASSERT_STR_EQ(tutti__op_name(op), "?");
     ASSERT(!tutti__op_supports(op, TUTTI_INT32) && !tutti__op_supports(TUTTI_SUM, bad[i]));
@@ -185,9 +191,11 @@ TEST(dtype_facts) {
 
 /* ---- Generic element access: integers as raw bits, floats as doubles ---- */
 
-static int is_int(tutti_dtype_t d) { return d <= TUTTI_UINT64; }
+static int is_int(tutti_dtype_t d) {
+  return d <= TUTTI_UINT64 || d == TUTTI_INT16 || d == TUTTI_UINT16;
+}
 static int is_signed(tutti_dtype_t d) {
-  return d == TUTTI_INT8 || d == TUTTI_INT32 || d == TUTTI_INT64;
+  return d == TUTTI_INT8 || d == TUTTI_INT16 || d == TUTTI_INT32 || d == TUTTI_INT64;
 }
 static int bits_of(tutti_dtype_t d) { return (int)tutti__dtype_size(d) * 8; }
 
@@ -364,6 +372,8 @@ TEST(reduce_int32) { check_dtype(TUTTI_INT32); }
 TEST(reduce_uint32) { check_dtype(TUTTI_UINT32); }
 TEST(reduce_int64) { check_dtype(TUTTI_INT64); }
 TEST(reduce_uint64) { check_dtype(TUTTI_UINT64); }
+TEST(reduce_int16) { check_dtype(TUTTI_INT16); }
+TEST(reduce_uint16) { check_dtype(TUTTI_UINT16); }
 TEST(reduce_float16) { check_dtype(TUTTI_FLOAT16); }
 TEST(reduce_bfloat16) { check_dtype(TUTTI_BFLOAT16); }
 TEST(reduce_float32) { check_dtype(TUTTI_FLOAT32); }
@@ -422,6 +432,14 @@ TEST(integer_wraparound) {
   check1(TUTTI_UINT64, TUTTI_SUM, UINT64_MAX, 1, 0);
   check1(TUTTI_UINT64, TUTTI_PROD, UINT64_MAX, UINT64_MAX, 1);
   check1(TUTTI_INT8, TUTTI_AVG, 127, 1, (uint64_t)-128); /* AVG sums here */
+  /* 16-bit products promote to int, where 65535 * 65535 would overflow (UBSan sees it). */
+  check1(TUTTI_UINT16, TUTTI_PROD, 65535, 65535, 1);
+  check1(TUTTI_UINT16, TUTTI_SUM, 65535, 1, 0);
+  check1(TUTTI_INT16, TUTTI_SUM, INT16_MAX, 1, (uint64_t)INT16_MIN);
+  check1(TUTTI_INT16, TUTTI_PROD, (uint64_t)INT16_MIN, (uint64_t)-1, (uint64_t)INT16_MIN);
+  check1(TUTTI_INT16, TUTTI_MIN, (uint64_t)-1, 1, (uint64_t)-1);
+  check1(TUTTI_UINT16, TUTTI_MAX, 65535, 1, 65535);
+  check1(TUTTI_INT16, TUTTI_BXOR, (uint64_t)-1, 0x0f0f, 0xf0f0);
 }
 
 TEST(integer_min_max_signedness) {
@@ -462,10 +480,10 @@ TEST(reduce_rejects_unsupported) {
   static const int bad_op[] = {TUTTI_NUM_OPS, TUTTI_NUM_OPS + 1, -1, 1000};
   for (int i = 0; i < 4; i++) {
     tutti__reduce(out, NULL, NULL, 8, TUTTI_INT32, (tutti_op_t)bad_op[i]);
-    tutti__reduce(out, NULL, NULL, 8, (tutti_dtype_t)(TUTTI_FLOAT8_E5M2 + 1), TUTTI_SUM);
+    tutti__reduce(out, NULL, NULL, 8, (tutti_dtype_t)(TUTTI_UINT16 + 1), TUTTI_SUM);
     tutti__reduce(out, NULL, NULL, 8, (tutti_dtype_t)-1, TUTTI_BAND);
-    tutti__avg_finish(out, 8, (tutti_dtype_t)(TUTTI_FLOAT8_E5M2 + 1 + i), 3);
-    tutti__premul(out, NULL, 8, (tutti_dtype_t)(TUTTI_FLOAT8_E5M2 + 1 + i), NULL);
+    tutti__avg_finish(out, 8, (tutti_dtype_t)(TUTTI_UINT16 + 1 + i), 3);
+    tutti__premul(out, NULL, 8, (tutti_dtype_t)(TUTTI_UINT16 + 1 + i), NULL);
     tutti__premul(out, NULL, 8, (tutti_dtype_t)(-1 - i), NULL);
   }
   for (size_t k = 0; k < sizeof out; k++) ASSERT_EQ(out[k], 0xa5);
@@ -506,7 +524,9 @@ static void check_premul(tutti_dtype_t d, size_t n) {
 TEST(premul_all_dtypes) {
   for (int portable = 0; portable < 2; portable++) {
     tutti__simd_disabled = portable;
-    for (int d = TUTTI_INT8; d <= TUTTI_FLOAT64; d++) {
+    static const int extra[] = {TUTTI_INT16, TUTTI_UINT16};
+    for (int k = 0; k <= TUTTI_FLOAT64 + 2; k++) {
+      int d = k <= TUTTI_FLOAT64 ? k : extra[k - TUTTI_FLOAT64 - 1];
       for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++)
         check_premul((tutti_dtype_t)d, counts[c]);
       for (size_t n = 2; n <= 70; n++) check_premul((tutti_dtype_t)d, n);

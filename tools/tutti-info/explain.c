@@ -40,8 +40,30 @@ static const char *why_text(tutti_pick_why_t w) {
   case TUTTI_PICK_TUNE: return "a TUTTI_TUNE rule";
   case TUTTI_PICK_FORCED: return "TUTTI_ALGO";
   case TUTTI_PICK_MODEL: return "the cost model: lowest predicted time";
+  case TUTTI_PICK_FILE: return "a rule of TUTTI_TUNE_FILE";
   default: return "the only algorithm that implements it";
   }
+}
+
+/* What the model was given, and from where. */
+void tutti_info_print_model(const tutti_model_t *m) {
+  printf("machine (%s: %s):\n", tutti__model_source_word(m->source), m->origin);
+  if (m->source == TUTTI_MODEL_FALLBACK && !m->copy_mem_bps) {
+    printf("  nothing measured: every parameter is the documented fallback (algo/tuner.c)\n");
+  } else {
+    printf("  caches: L1d %zu KiB, L2 %zu KiB, L3 %zu KiB\n", m->l1d_bytes >> 10,
+           m->l2_bytes >> 10, m->l3_bytes >> 10);
+    printf("  copy %.1f GB/s in cache, %.1f GB/s from memory; float32 sum %.1f / %.1f GB/s\n",
+           m->copy_cached_bps / 1e9, m->copy_mem_bps / 1e9, m->reduce_cached_bps / 1e9,
+           m->reduce_mem_bps / 1e9);
+    printf("  two threads on two CPUs: hand-off %.3f us, futex wake-up %.2f us, cross-core read "
+           "%.1f GB/s\n", m->handoff_s * 1e6, m->wake_s * 1e6, m->xcore_bps / 1e9);
+    printf("  single copy (process_vm_readv): %.1f GB/s, %.2f us a call%s\n", m->cma_bps / 1e9,
+           m->cma_call_s * 1e6, m->cma_bps ? "" : " (not measured: fallback)");
+    printf("  tcp loopback: %.1f us one way, %.2f GB/s%s\n", m->tcp_alpha_s * 1e6,
+           m->tcp_bps / 1e9, m->tcp_bps ? "" : " (not measured: fallback)");
+  }
+  if (m->nrules) printf("  %d algorithm rules from the tuning file\n", m->nrules);
 }
 
 int tutti_info_explain(int argc, char **argv) {
@@ -70,13 +92,21 @@ int tutti_info_explain(int argc, char **argv) {
    * at init); here it is assumed allowed on shm unless TUTTI_CMA=0. */
   q.cma = !q.tcp && cfg.cma;
   q.mbox_bytes = q.tcp ? 0 : TUTTI_MBOX_BYTES;
-  const tutti_cost_params_t *p = tutti__cost_params(q.tcp);
+  /* The model rank 0 of a job started here would use and send the others. */
+  if (tutti__model_obtain(&cfg, &cfg.model, err, sizeof err) != TUTTI_SUCCESS) {
+    fprintf(stderr, "tutti-info: %s\n", err);
+    return 1;
+  }
+  q.model = &cfg.model;
+  tutti_cost_params_t p;
+  tutti__model_params(q.model, q.tcp, 2 * q.bytes, &p);
   printf("%s of %zu bytes on %d ranks over %s (chunk %zu bytes)\n", argv[0], q.bytes, q.nranks,
-         p->transport, q.chunk_bytes);
-  printf("model parameters (%s): alpha %.2f us, beta_copy %.3f ns/B (%.2f GB/s), "
+         p.transport, q.chunk_bytes);
+  tutti_info_print_model(&cfg.model);
+  printf("model parameters (%s, this size): alpha %.2f us, beta_copy %.3f ns/B (%.2f GB/s), "
          "beta_reduce %.3f ns/B (%.2f GB/s)\n\n",
-         p->transport, p->alpha * 1e6, p->beta_copy * 1e9, 1e-9 / p->beta_copy,
-         p->beta_reduce * 1e9, 1e-9 / p->beta_reduce);
+         p.transport, p.alpha * 1e6, p.beta_copy * 1e9, 1e-9 / p.beta_copy,
+         p.beta_reduce * 1e9, 1e-9 / p.beta_reduce);
   int na;
   const tutti_algo_t *t = tutti__algo_table(&na);
   printf("  %-20s %14s\n", "candidate", "predicted (us)");

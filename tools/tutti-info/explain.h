@@ -5,4 +5,8 @@
 /* argv: COLLECTIVE SIZE NRANKS [shm|tcp]. Returns the exit status. */
 int tutti_info_explain(int argc, char **argv);
 
+struct tutti_model;
+/* Prints a model's measured quantities and where they came from. */
+void tutti_info_print_model(const struct tutti_model *m);
+
 #endif

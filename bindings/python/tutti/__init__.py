@@ -8,8 +8,8 @@ Works on NumPy arrays and contiguous CPU torch tensors (bfloat16 included). ``im
 tutti.torch`` registers the torch.distributed backend "tutti".
 """
 from ._buffers import (BFLOAT16, FLOAT8_E4M3, FLOAT8_E5M2, FLOAT16, FLOAT32, FLOAT64, INT8,
-                       INT32, INT64, UINT8, UINT32, UINT64)
-from ._lib import UNIQUE_ID_BYTES
+                       INT16, INT32, INT64, UINT8, UINT16, UINT32, UINT64)
+from ._lib import ANY_SOURCE, ANY_TAG, UNIQUE_ID_BYTES
 from .communicator import (SPLIT_NOCOLOR, Communicator, PremulSumOp, ReduceOp, Request,
                            get_unique_id, group, group_end, group_start, init, init_env)
 from .errors import (AbortedError, Error, InternalError, InvalidArgumentError,
@@ -26,4 +26,4 @@ __all__ = ["Communicator", "Request", "PremulSumOp", "ReduceOp", "init", "init_e
            "TimeoutExpiredError", "AbortedError", "InternalError", "UNIQUE_ID_BYTES",
            "SPLIT_NOCOLOR", "SUM", "PROD", "MIN", "MAX", "AVG", "BAND", "BOR", "BXOR", "INT8",
            "UINT8", "INT32", "UINT32", "INT64", "UINT64", "FLOAT16", "BFLOAT16", "FLOAT32",
-           "FLOAT64", "FLOAT8_E4M3", "FLOAT8_E5M2"]
+           "FLOAT64", "FLOAT8_E4M3", "FLOAT8_E5M2", "INT16", "UINT16", "ANY_SOURCE", "ANY_TAG"]

@@ -10,16 +10,18 @@ from .errors import bad_argument
 
 INT8, UINT8, INT32, UINT32, INT64, UINT64 = 0, 1, 2, 3, 4, 5
 FLOAT16, BFLOAT16, FLOAT32, FLOAT64, FLOAT8_E4M3, FLOAT8_E5M2 = 6, 7, 8, 9, 10, 11
+INT16, UINT16 = 12, 13
 
 DTYPE_NAMES = {INT8: "int8", UINT8: "uint8", INT32: "int32", UINT32: "uint32", INT64: "int64",
                UINT64: "uint64", FLOAT16: "float16", BFLOAT16: "bfloat16",
                FLOAT32: "float32", FLOAT64: "float64", FLOAT8_E4M3: "float8_e4m3",
-               FLOAT8_E5M2: "float8_e5m2"}
+               FLOAT8_E5M2: "float8_e5m2", INT16: "int16", UINT16: "uint16"}
 
 _NUMPY = {np.dtype(np.int8): INT8, np.dtype(np.uint8): UINT8, np.dtype(np.int32): INT32,
           np.dtype(np.uint32): UINT32, np.dtype(np.int64): INT64, np.dtype(np.uint64): UINT64,
           np.dtype(np.float16): FLOAT16, np.dtype(np.float32): FLOAT32,
-          np.dtype(np.float64): FLOAT64}
+          np.dtype(np.float64): FLOAT64, np.dtype(np.int16): INT16,
+          np.dtype(np.uint16): UINT16}
 
 _torch_map = None
 
@@ -28,10 +30,11 @@ def _torch_dtypes():
     global _torch_map
     if _torch_map is None:
         import torch
-        m = {torch.int8: INT8, torch.uint8: UINT8, torch.int32: INT32, torch.int64: INT64,
+        m = {torch.int8: INT8, torch.uint8: UINT8, torch.int16: INT16, torch.int32: INT32,
+             torch.int64: INT64,
              torch.float16: FLOAT16, torch.bfloat16: BFLOAT16, torch.float32: FLOAT32,
              torch.float64: FLOAT64}
-        for name, code in (("uint32", UINT32), ("uint64", UINT64),
+        for name, code in (("uint16", UINT16), ("uint32", UINT32), ("uint64", UINT64),
                            ("float8_e4m3fn", FLOAT8_E4M3), ("float8_e5m2", FLOAT8_E5M2)):
             if hasattr(torch, name):
                 m[getattr(torch, name)] = code

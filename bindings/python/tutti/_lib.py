@@ -16,6 +16,15 @@ class UniqueId(ctypes.Structure):
     _fields_ = [("internal", ctypes.c_char * UNIQUE_ID_BYTES)]
 
 
+class Status(ctypes.Structure):
+    """tutti_status_t: who sent the message a receive matched, and its tag."""
+    _fields_ = [("source", ctypes.c_int), ("tag", ctypes.c_int)]
+
+
+ANY_SOURCE = -1
+ANY_TAG = -1
+
+
 _comm = ctypes.c_void_p
 _req = ctypes.c_void_p
 _ptr = ctypes.c_void_p
@@ -61,6 +70,14 @@ _SIGNATURES = {
     "tutti_comm_dup": [_comm, ctypes.POINTER(_comm)],
     "tutti_op_create_premul_sum": [ctypes.POINTER(_int), _ptr, _int, _comm],
     "tutti_op_destroy": [_int, _comm],
+    "tutti_send_tag": [_ptr, _size, _int, _int, _int, _comm],
+    "tutti_recv_tag": [_ptr, _size, _int, _int, _int, _comm, ctypes.POINTER(Status)],
+    "tutti_isend_tag": [_ptr, _size, _int, _int, _int, _comm, _preq],
+    "tutti_irecv_tag": [_ptr, _size, _int, _int, _int, _comm, _preq],
+    "tutti_request_status": [_req, ctypes.POINTER(Status)],
+    "tutti_last_init_error": [],
+    "tutti_comm_shrink": [_comm, ctypes.POINTER(_comm)],
+    "tutti_comm_set_timeout": [_comm, ctypes.c_double],
 }
 # Every blocking collective above has a non-blocking twin taking a trailing tutti_request_t *.
 for _name in ["allgather", "allreduce", "reduce_scatter", "broadcast", "reduce", "barrier",
@@ -68,7 +85,8 @@ for _name in ["allgather", "allreduce", "reduce_scatter", "broadcast", "reduce",
               "gather", "scatter", "send", "recv"]:
     _SIGNATURES["tutti_i" + _name] = _SIGNATURES["tutti_" + _name] + [_preq]
 
-_RESTYPES = {"tutti_result_string": ctypes.c_char_p, "tutti_comm_last_error": ctypes.c_char_p}
+_RESTYPES = {"tutti_result_string": ctypes.c_char_p, "tutti_comm_last_error": ctypes.c_char_p,
+             "tutti_last_init_error": ctypes.c_char_p}
 
 
 def _candidates():

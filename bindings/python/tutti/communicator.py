@@ -17,8 +17,8 @@ import threading
 import numpy as np
 
 from . import _buffers as B
-from ._lib import UniqueId, UNIQUE_ID_BYTES, lib
-from .errors import bad_argument, check, error_for
+from ._lib import ANY_SOURCE, ANY_TAG, Status, UniqueId, UNIQUE_ID_BYTES, lib
+from .errors import bad_argument, check, check_init, error_for
 
 
 class ReduceOp(enum.IntEnum):
@@ -99,15 +99,15 @@ def init(rank, size, unique_id):
     uid = UniqueId()
     ctypes.memmove(ctypes.byref(uid), bytes(unique_id), UNIQUE_ID_BYTES)
     handle = ctypes.c_void_p()
-    check(lib.tutti_comm_init_rank(ctypes.byref(handle), size, ctypes.byref(uid), rank), None,
-          "tutti_comm_init_rank (rank %d of %d)" % (rank, size))
+    check_init(lib.tutti_comm_init_rank(ctypes.byref(handle), size, ctypes.byref(uid), rank),
+               "tutti_comm_init_rank (rank %d of %d)" % (rank, size))
     return Communicator(handle)
 
 
 def init_env():
     """Joins the communicator the environment describes (TUTTI_*, torchrun, Open MPI, Slurm)."""
     handle = ctypes.c_void_p()
-    check(lib.tutti_comm_init_env(ctypes.byref(handle)), None, "tutti_comm_init_env")
+    check_init(lib.tutti_comm_init_env(ctypes.byref(handle)), "tutti_comm_init_env")
     return Communicator(handle)
 
 
@@ -141,9 +141,17 @@ class Request:
         self._post = post
         self._error = None
         self._done = False
+        self.source = None  # a receive's: who sent the message it matched, and its tag
+        self.tag = None
+        self._lib = lib  # see Communicator.__init__
 
     def _finish(self, rc):
-        lib.tutti_request_free(self._handle)
+        if rc == 0:
+            st = Status(-1, -1)
+            if self._lib.tutti_request_status(self._handle, ctypes.byref(st)) == 0 and \
+                    st.source >= 0:
+                self.source, self.tag = st.source, st.tag
+        self._lib.tutti_request_free(self._handle)
         self._handle = None
         self._keep = None
         self._done = True
@@ -178,7 +186,7 @@ class Request:
         # Freeing a running request lets it finish in the background, but our buffers would
         # die with us: finish it first.
         if getattr(self, "_handle", None) is not None:
-            self._finish(lib.tutti_wait(self._handle))
+            self._finish(self._lib.tutti_wait(self._handle))
 
 
 class PremulSumOp:
@@ -230,6 +238,9 @@ class Communicator:
     """A group of ranks that call collectives together (tutti_comm_t)."""
 
     def __init__(self, handle):
+        # Held by the object: at interpreter exit the module's globals may be gone before a
+        # finaliser (ours, or a torch process group's) runs.
+        self._lib = lib
         self._handle = handle.value if isinstance(handle, ctypes.c_void_p) else handle
         r, s = ctypes.c_int(), ctypes.c_int()
         check(lib.tutti_comm_rank(self._handle, ctypes.byref(r)), self._handle, "tutti_comm_rank")
@@ -246,7 +257,9 @@ class Communicator:
         """Frees the communicator (never blocks on peers). Safe to call twice."""
         if self._handle:
             h, self._handle = self._handle, None
-            check(lib.tutti_comm_destroy(h), None, "tutti_comm_destroy")
+            rc = self._lib.tutti_comm_destroy(h)
+            if rc != 0:
+                check(rc, None, "tutti_comm_destroy")
 
     close = destroy
 
@@ -262,9 +275,29 @@ class Communicator:
         return False
 
     def __del__(self):
-        if getattr(self, "_handle", None):
-            lib.tutti_comm_destroy(self._handle)
+        h, dll = getattr(self, "_handle", None), getattr(self, "_lib", None)
+        if h and dll is not None:
             self._handle = None
+            dll.tutti_comm_destroy(h)
+
+    def shrink(self):
+        """tutti_comm_shrink: after a failure, the live ranks that call it get a new
+        Communicator of just them (ordered by their rank here). This one stays as it is."""
+        new = ctypes.c_void_p()
+        check(lib.tutti_comm_shrink(self._h(), ctypes.byref(new)), self._handle,
+              "tutti_comm_shrink")
+        return Communicator(new)
+
+    def set_timeout(self, seconds):
+        """tutti_comm_set_timeout: the deadline, in seconds, of every later wait of this
+        communicator's calls. Not while requests of it are in flight."""
+        try:
+            seconds = float(seconds)
+        except (TypeError, ValueError):
+            raise bad_argument("set_timeout", "seconds must be a number, got %r"
+                               % (seconds,)) from None
+        check(lib.tutti_comm_set_timeout(self._h(), seconds), self._handle,
+              "tutti_comm_set_timeout")
 
     @property
     def last_error(self):
@@ -474,15 +507,30 @@ class Communicator:
     def _barrier(self, nb):
         return self._run("barrier", (self._h(),), (), None, nb)
 
-    def _send(self, buf, peer, nb):
+    def _send(self, buf, peer, nb, tag=None):
         b = B.wrap(buf, "send buf")
         b, _, _ = self._moving(b)
-        return self._run("send", (b.ptr, b.count, b.dtype, int(peer), self._h()), (b,), None, nb)
+        if tag is None:
+            return self._run("send", (b.ptr, b.count, b.dtype, int(peer), self._h()), (b,),
+                             None, nb)
+        return self._run("send_tag", (b.ptr, b.count, b.dtype, int(peer), int(tag), self._h()),
+                         (b,), None, nb)
 
-    def _recv(self, buf, peer, nb):
+    def _recv(self, buf, peer, nb, tag=None):
         b = B.wrap(buf, "recv buf", True)
         b, _, _ = self._moving(b)
-        return self._run("recv", (b.ptr, b.count, b.dtype, int(peer), self._h()), (b,), buf, nb)
+        if tag is None and peer is not None and peer != ANY_SOURCE:
+            return self._run("recv", (b.ptr, b.count, b.dtype, int(peer), self._h()), (b,),
+                             buf, nb)
+        peer = ANY_SOURCE if peer is None else int(peer)
+        tag = ANY_TAG if tag is None else int(tag)
+        if nb:
+            return self._run("recv_tag", (b.ptr, b.count, b.dtype, peer, tag, self._h()), (b,),
+                             buf, True)
+        st = Status(-1, -1)
+        rc = lib.tutti_recv_tag(b.ptr, b.count, b.dtype, peer, tag, self._h(), ctypes.byref(st))
+        check(rc, self._handle, "tutti_recv_tag")
+        return buf, st.source, st.tag
 
     # ---- variable-count collectives -------------------------------------------------------
     def _allgatherv(self, sendbuf, recvbuf, recvcounts, displs, nb):
@@ -643,17 +691,32 @@ class Communicator:
     def iscatter(self, sendbuf, recvbuf, root=0):
         return self._scatter(sendbuf, recvbuf, root, True)
 
-    def send(self, buf, peer):
-        return self._send(buf, peer, False)
+    def send(self, buf, peer, tag=None):
+        """Untagged (tag 0) unless tag is given (tutti_send_tag)."""
+        return self._send(buf, peer, False, tag)
 
-    def isend(self, buf, peer):
-        return self._send(buf, peer, True)
+    def isend(self, buf, peer, tag=None):
+        return self._send(buf, peer, True, tag)
 
-    def recv(self, buf, peer):
-        return self._recv(buf, peer, False)
+    def recv(self, buf, peer, tag=None):
+        """Receives from peer (tag 0, or tag if given); returns buf."""
+        if peer is None or peer == ANY_SOURCE:
+            raise bad_argument("recv", "peer must be a rank; use recv_from for any source")
+        if tag is None:
+            return self._recv(buf, peer, False)
+        return self._recv(buf, peer, False, tag)[0]
 
-    def irecv(self, buf, peer):
-        return self._recv(buf, peer, True)
+    def recv_from(self, buf, peer=ANY_SOURCE, tag=ANY_TAG):
+        """tutti_recv_tag: receives the first message from peer (default: any source) with
+        tag (default: any); returns (buf, source, tag) of the message it matched."""
+        return self._recv(buf, peer, False, tag)
+
+    def irecv(self, buf, peer, tag=None):
+        """A Request; peer None (or ANY_SOURCE) receives from any source. After wait(), its
+        .source and .tag name the message it matched."""
+        if tag is None and (peer is None or peer == ANY_SOURCE):
+            tag = ANY_TAG
+        return self._recv(buf, peer, True, tag)
 
     def allgatherv(self, sendbuf, recvbuf, recvcounts, displs=None):
         """displs default to the prefix sums of recvcounts; recvbuf None allocates."""

@@ -56,9 +56,12 @@ def result_string(code):
 
 
 def error_for(code, message=""):
-    """The exception for result `code`; message falls back to the result's name."""
+    """The exception for result `code`; message falls back to the result's name. A timeout's
+    sentence starts with "Timed out", as torch's own backends word it (callers match on it)."""
     cls = _BY_CODE.get(code, Error)
     text = message or result_string(code)
+    if code == TimeoutExpiredError.code and message and "Timed out" not in text:
+        text = "Timed out: " + text
     return cls(text, code)
 
 
@@ -72,6 +75,20 @@ def check(code, comm_handle=None, what=""):
         message = raw.decode(errors="replace") if raw else ""
     if not message:
         message = "%s: %s" % (what, result_string(code)) if what else result_string(code)
+    raise error_for(code, message)
+
+
+def check_init(code, what):
+    """check() for a call that makes a communicator: on failure there is none to ask, so the
+    sentence is this thread's tutti_last_init_error()."""
+    if code == 0:
+        return
+    raw = lib.tutti_last_init_error()
+    message = raw.decode(errors="replace") if raw else ""
+    if not message:
+        message = "%s: %s" % (what, result_string(code))
+    elif what and not message.startswith(what.split(" ")[0]):
+        message = "%s: %s" % (what, message)
     raise error_for(code, message)
 
 

@@ -13,10 +13,16 @@ How an operation runs depends on who will wait for it:
   so nothing it runs after can be needed first; otherwise as with async_op=True.
 Contiguous CPU tensors go to the library by pointer, with no copy and no intermediate object.
 
-Differences from gloo: send/recv tags are ignored (tutti matches messages in order per pair of
-ranks), recv from any source is not supported, and tutti's own deadlines (docs/env.md) apply
-instead of the process group's timeout.
+send/recv honour tags (tutti_send_tag / tutti_recv_tag: matched per source and tag, in order),
+and recv/irecv without a source receive from any rank (the Work's source_rank() names it).
+The ``timeout`` of init_process_group / new_group is the communicator's deadline
+(tutti_comm_set_timeout); a call past it raises an error whose text contains "Timed out".
+bool tensors reduce as NCCL's backend does (as uint8: SUM/MAX are a logical or, PRODUCT/MIN a
+logical and). Sparse all_reduce (SUM) gathers every rank's indices and values and coalesces,
+as gloo does.
 """
+import atexit
+import weakref
 import ctypes
 import sys
 
@@ -53,12 +59,80 @@ for _name in ("allreduce", "broadcast", "allgather", "reduce_scatter", "reduce",
     _NONBLOCKING[_name] = getattr(lib, "tutti_i" + _name)
 
 
-def _op(reduce_op):
+def _op_name(reduce_op):
     kind = getattr(reduce_op, "op", reduce_op)  # ReduceOp wraps a RedOpType in 1.13
-    name = getattr(kind, "name", str(kind)).split(".")[-1]
+    return getattr(kind, "name", str(kind)).split(".")[-1]
+
+
+def _op(reduce_op):
+    name = _op_name(reduce_op)
     if name not in _OPS:
         raise bad_argument("tutti backend", "reduction %s is not supported" % name)
     return _OPS[name]
+
+
+# bool as NCCL's backend reduces it: bytes of 0/1, where MAX is a logical or and MIN a logical
+# and; SUM and PRODUCT map onto them so that the result stays 0 or 1.
+_BOOL_OPS = {"SUM": "MAX", "MAX": "MAX", "PRODUCT": "MIN", "MIN": "MIN", "BAND": "BAND",
+             "BOR": "BOR", "BXOR": "BXOR"}
+
+
+def _reduction(reduce_op, tensors, what):
+    """(tutti op, tensors to pass): bool tensors become uint8 views of the same memory."""
+    if not any(t.dtype == torch.bool for t in tensors):
+        return _op(reduce_op), tensors
+    if any(t.dtype != torch.bool for t in tensors):
+        raise bad_argument(what, "bool and other tensors cannot be mixed in one call")
+    name = _op_name(reduce_op)
+    if name not in _BOOL_OPS:
+        raise bad_argument(what, "reduction %s is not defined on bool tensors (SUM, PRODUCT, "
+                           "MIN, MAX, BAND, BOR, BXOR are)" % name)
+    return _OPS[_BOOL_OPS[name]], [t.view(torch.uint8) for t in tensors]
+
+
+def _ranked_work(work, source_of):
+    """work (a torch Work) that also answers source_rank(): source_of() after it is done."""
+    return _SourceWork(work, source_of)
+
+
+class _SourceWork(dist.Work):
+    """A receive's Work that knows who sent what it received (recv from any source)."""
+
+    def __init__(self, inner, source_of):
+        super().__init__()
+        self._inner = inner
+        self._source_of = source_of
+
+    def wait(self, timeout=None):
+        return self._inner.wait() if timeout is None else self._inner.wait(timeout)
+
+    def is_completed(self):
+        return self._inner.is_completed()
+
+    def is_success(self):
+        return self._inner.is_success()
+
+    def exception(self):
+        return self._inner.exception()
+
+    def get_future(self):
+        return self._inner.get_future()
+
+    def source_rank(self):
+        return self._source_of()
+
+    _source_rank = source_rank
+
+
+# Every live group, so that exit destroys them while the library and threads still exist
+# (a script need not call destroy_process_group()).
+_LIVE = weakref.WeakSet()
+
+
+@atexit.register
+def _shutdown_all():
+    for pg in list(_LIVE):
+        pg._shutdown()
 
 
 def _single(tensors, what):
@@ -117,17 +191,25 @@ class ProcessGroupTutti(dist.ProcessGroup):
         self.comm = comm
         self._rank, self._size = comm.rank, comm.size
         self._waiter = Waiter()
+        seconds = timeout.total_seconds() if hasattr(timeout, "total_seconds") else timeout
+        if seconds is not None and seconds > 0:
+            # torch's timeout= is the communicator's deadline for every wait.
+            comm.set_timeout(seconds)
+        _LIVE.add(self)
 
     def getBackendName(self):
         return BACKEND_NAME
 
-    def __del__(self):
-        w = getattr(self, "_waiter", None)
+    def _shutdown(self):
+        w, self._waiter = getattr(self, "_waiter", None), None
         if w is not None:
             w.stop()
-        c = getattr(self, "comm", None)
+        c, self.comm = getattr(self, "comm", None), None
         if c is not None:
             c.destroy()
+
+    def __del__(self):
+        self._shutdown()
 
     # ---- how an operation runs -------------------------------------------------------------
     def _mode(self, frame, nbytes):
@@ -183,13 +265,17 @@ class ProcessGroupTutti(dist.ProcessGroup):
         return self._allreduce(tensors, opts, sys._getframe().f_back)
 
     def _allreduce(self, tensors, opts, frame):
-        op = _op(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
+        reduce_op = opts.reduceOp if opts is not None else dist.ReduceOp.SUM
+        if any(t.is_sparse for t in tensors):
+            return self._sparse_allreduce(tensors, reduce_op)
+        result = tensors
+        op, tensors = _reduction(reduce_op, tensors, "all_reduce")
         h = self.comm._handle
         if len(tensors) == 1 and h:
             d = plain(tensors[0])
             if d is not None and d[2] is not None:
                 return self._run(self._mode(frame, d[1] * d[3]), "allreduce",
-                                 (d[0], d[0], d[1], d[2], op, h), tensors, tensors)
+                                 (d[0], d[0], d[1], d[2], op, h), tensors, result)
         mode = self._general_mode(frame)
         reqs, posts = [], []
         for t in tensors:
@@ -198,12 +284,41 @@ class ProcessGroupTutti(dist.ProcessGroup):
             reqs.append(self._start(mode, "allreduce", src, buf, op))
             if post is not None:
                 posts.append(post)
-        return self._work(mode, reqs, tensors, (lambda: [p() for p in posts]) if posts else None)
+        return self._work(mode, reqs, result, (lambda: [p() for p in posts]) if posts else None)
+
+    def _sparse_allreduce(self, tensors, reduce_op):
+        """gloo's sparse all-reduce: every rank's indices and values gathered, summed by
+        coalescing; the result replaces each input (in place, as gloo's does)."""
+        if _op_name(reduce_op) != "SUM":
+            raise bad_argument("all_reduce", "sparse tensors reduce with SUM only (as gloo)")
+        for t in tensors:
+            if not t.is_sparse or t.device.type != "cpu":
+                raise bad_argument("all_reduce", "sparse all_reduce takes sparse CPU tensors "
+                                   "only")
+            t.copy_(self._sparse_sum(t))
+        return completed(tensors)
+
+    def _sparse_sum(self, t):
+        t = t.coalesce()
+        idx, val = t.indices().contiguous(), t.values().contiguous()
+        nnz = torch.tensor([idx.shape[1]], dtype=torch.int64)
+        counts = self.comm.allgather(nnz).reshape(-1).tolist()
+        total = sum(counts)
+        dims, row = idx.shape[0], val[0].numel() if val.dim() > 1 else 1
+        # Indices go as one row per dimension: rank-major blocks of each dimension.
+        all_idx = torch.empty(dims, total, dtype=torch.int64)
+        for d in range(dims):
+            self.comm.allgatherv(idx[d].contiguous(), all_idx[d], counts)
+        all_val = torch.empty((total,) + tuple(val.shape[1:]), dtype=val.dtype)
+        self.comm.allgatherv(val.reshape(-1), all_val.reshape(-1), [c * row for c in counts])
+        return torch.sparse_coo_tensor(all_idx, all_val, t.shape).coalesce()
 
     def reduce(self, tensors, opts=None):
         frame = sys._getframe().f_back
+        result = tensors
+        op, tensors = _reduction(opts.reduceOp if opts is not None else dist.ReduceOp.SUM,
+                                 tensors, "reduce")
         t = _single(tensors, "reduce")
-        op = _op(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
         root = opts.rootRank if opts is not None else 0
         is_root = self._rank == root
         h = self.comm._handle
@@ -211,18 +326,20 @@ class ProcessGroupTutti(dist.ProcessGroup):
         if h and d is not None and d[2] is not None and 0 <= root < self._size:
             return self._run(self._mode(frame, d[1] * d[3]), "reduce",
                              (d[0], d[0] if is_root else None, d[1], d[2], op, root, h),
-                             tensors, tensors)
+                             tensors, result)
         mode = self._general_mode(frame)
         buf, post = _flat_out(t)
         src = buf if post is None else t.contiguous()
         req = self._start(mode, "reduce", src, buf, op, root)
-        return self._work(mode, [req], tensors, post if is_root else None)
+        return self._work(mode, [req], result, post if is_root else None)
 
     def _reduce_scatter_base(self, output, input, opts=None):
         return self._reduce_scatter_flat(output, input, opts, sys._getframe().f_back)
 
     def _reduce_scatter_flat(self, output, input, opts, frame):
-        op = _op(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
+        op, (output, input) = _reduction(opts.reduceOp if opts is not None
+                                         else dist.ReduceOp.SUM, [output, input],
+                                         "reduce_scatter")
         h = self.comm._handle
         do, di = plain(output), plain(input)
         if h and do is not None and di is not None and do[2] is not None and \
@@ -236,9 +353,14 @@ class ProcessGroupTutti(dist.ProcessGroup):
 
     def reduce_scatter(self, output_tensors, input_tensors, opts=None):
         frame = sys._getframe().f_back
-        op = _op(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
         out = _single(output_tensors, "reduce_scatter")
         ins = _single(input_tensors, "reduce_scatter")
+        op, both = _reduction(opts.reduceOp if opts is not None else dist.ReduceOp.SUM,
+                              [out] + list(ins), "reduce_scatter")
+        if out.dtype == torch.bool:
+            # The flat path below does the bool mapping once, on the concatenated input.
+            return self._reduce_scatter_flat(out, torch.cat([i.reshape(-1) for i in ins]),
+                                             opts, frame)
         if len(ins) != self._size:
             raise bad_argument("reduce_scatter", "needs %d input tensors, got %d"
                                % (self._size, len(ins)))
@@ -330,9 +452,19 @@ class ProcessGroupTutti(dist.ProcessGroup):
         return self._work(mode, [req], output_tensors, lambda: _copy_out(flat, outs))
 
     def allgather_coalesced(self, output_lists, input_list, opts=None):
+        """torch's layout: output_lists[rank][i] receives input i of that rank."""
         mode = self._general_mode(sys._getframe().f_back)
+        if len(output_lists) != self._size or \
+                any(len(outs) != len(input_list) for outs in output_lists):
+            raise bad_argument("all_gather_coalesced", "output_tensor_lists must hold "
+                               "world_size %d lists of %d tensors (one per input)"
+                               % (self._size, len(input_list)))
         reqs, posts = [], []
-        for outs, t in zip(output_lists, input_list):
+        for i, t in enumerate(input_list):
+            outs = [output_lists[r][i] for r in range(self._size)]
+            if any(o.numel() != t.numel() or o.dtype != t.dtype for o in outs):
+                raise bad_argument("all_gather_coalesced", "output_tensor_lists[r][%d] must "
+                                   "match input %d's size and dtype" % (i, i))
             t = t.contiguous()
             flat = torch.empty(self._size * t.numel(), dtype=t.dtype)
             reqs.append(self._start(mode, "allgather", t, flat))
@@ -422,17 +554,29 @@ class ProcessGroupTutti(dist.ProcessGroup):
     def send(self, tensors, dstRank, tag=0):
         mode = self._general_mode(sys._getframe().f_back)
         t = _single(tensors, "send").contiguous()
-        return self._work(mode, [self._start(mode, "send", t, dstRank)], tensors)
+        if mode is _ASYNC:
+            return self._work(mode, [self.comm.isend(t, dstRank, tag)], tensors)
+        self.comm.send(t, dstRank, tag)
+        return completed(tensors)
 
     def recv(self, tensors, srcRank, tag=0):
-        mode = self._general_mode(sys._getframe().f_back)
-        t = _single(tensors, "recv")
-        buf, post = _flat_out(t)
-        return self._work(mode, [self._start(mode, "recv", buf, srcRank)], tensors, post)
+        return self._recv(tensors, srcRank, tag, sys._getframe().f_back)
 
     def recv_anysource(self, tensors, tag=0):
-        raise bad_argument("recv", "the tutti backend needs a source rank (no recv from any "
-                           "source)")
+        return self._recv(tensors, None, tag, sys._getframe().f_back)
+
+    def _recv(self, tensors, src, tag, frame):
+        mode = self._general_mode(frame)
+        t = _single(tensors, "recv")
+        buf, post = _flat_out(t)
+        if mode is _ASYNC:
+            req = self.comm.irecv(buf, src, tag)
+            work = self._work(mode, [req], tensors, post)
+            return _ranked_work(work, lambda: req.source)
+        _, source, _ = self.comm.recv_from(buf, _c.ANY_SOURCE if src is None else src, tag)
+        if post is not None:
+            post()
+        return _ranked_work(completed(tensors), lambda: source)
 
 
 def _create(store, rank, size, timeout):

@@ -1,0 +1,347 @@
+/*
+ * tutti-tune: sweeps every algorithm the model could pick on this machine, per collective,
+ * rank count and size, and writes a tuning table (docs/tuning.md) with this machine's
+ * measured parameters and, per size class, the fastest algorithm, for TUTTI_TUNE_FILE. A
+ * cluster tunes once per node type and points every job at the file.
+ *
+ * Method: for each rank count, the tool forks that many ranks on this host (one unique id,
+ * tutti_comm_init_rank). Rank 0 decides everything and all ranks follow the same sequence:
+ * per round, per size, per algorithm (the order rotated every round, so algorithms
+ * alternate), one warm-up call, then as many timed calls as fit a time slice (the count
+ * agreed from the slowest rank's warm-up). A cell's time is the slowest rank's mean per
+ * call; the table keeps the median over rounds. Algorithms are forced through the
+ * communicator's own TUTTI_ALGO setting between calls (this tool links the static library
+ * and reaches inside, like tutti-info).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "algo/algo.h"
+#include "algo/tuner.h"
+#include "core/internal.h"
+#include "tune/model.h"
+
+#define MAX_SIZES 16
+#define MAX_ALGOS 16
+#define MAX_ROUNDS 9
+#define MAX_NS 4
+
+static const tutti_coll_t default_colls[] = {TUTTI_COLL_ALLREDUCE, TUTTI_COLL_ALLGATHER,
+                                             TUTTI_COLL_REDUCE_SCATTER, TUTTI_COLL_BROADCAST};
+
+typedef struct opts {
+  int ns[MAX_NS], nns;
+  size_t sizes[MAX_SIZES];
+  int nsizes;
+  tutti_coll_t colls[8];
+  int ncolls;
+  int rounds;
+  double slice_ms;
+  const char *out;
+} opts_t;
+
+/* Results of one rank count, written by rank 0 into shared memory the parent reads. */
+typedef struct results {
+  int ok;
+  char algo[MAX_ALGOS][24];
+  int nalgo;
+  /* seconds per call, [coll][size][algo][round]; < 0: the algorithm cannot run there */
+  double t[8][MAX_SIZES][MAX_ALGOS][MAX_ROUNDS];
+  char err[256];
+} results_t;
+
+static size_t count_of(tutti_coll_t c, size_t bytes, int n) {
+  size_t per = bytes / 4; /* float32 */
+  return c == TUTTI_COLL_ALLGATHER || c == TUTTI_COLL_REDUCE_SCATTER ? per / (size_t)n : per;
+}
+
+static tutti_result_t call(tutti_comm_t comm, tutti_coll_t c, float *s, float *r, size_t count) {
+  switch (c) {
+  case TUTTI_COLL_ALLREDUCE: return tutti_allreduce(s, r, count, TUTTI_FLOAT32, TUTTI_SUM, comm);
+  case TUTTI_COLL_ALLGATHER: return tutti_allgather(s, r, count, TUTTI_FLOAT32, comm);
+  case TUTTI_COLL_REDUCE_SCATTER:
+    return tutti_reduce_scatter(s, r, count, TUTTI_FLOAT32, TUTTI_SUM, comm);
+  case TUTTI_COLL_BROADCAST: return tutti_broadcast(s, r, count, TUTTI_FLOAT32, 0, comm);
+  default: return TUTTI_ERR_INVALID_ARGUMENT;
+  }
+}
+
+/* Forces algo ("auto": the tuner) for the next calls of comm. */
+static void force(tutti_comm_t comm, const char *algo) {
+  snprintf(comm->cfg.algo, sizeof comm->cfg.algo, "%s", algo);
+  memset(comm->pick_cache, 0, sizeof comm->pick_cache);
+}
+
+/* The slowest rank's value of x (under the tuner's own pick). */
+static tutti_result_t slowest(tutti_comm_t comm, double *x) {
+  char saved[32];
+  snprintf(saved, sizeof saved, "%s", comm->cfg.algo);
+  force(comm, "auto");
+  tutti_result_t r = tutti_allreduce(x, x, 1, TUTTI_FLOAT64, TUTTI_MAX, comm);
+  force(comm, saved);
+  return r;
+}
+
+/* Whether algo really runs c at this size (forcing one that cannot falls back silently). */
+static int runs_here(tutti_comm_t comm, const char *algo, tutti_coll_t c, size_t count) {
+  tutti_coll_args_t a = {.coll = c, .count = count, .dtype = TUTTI_FLOAT32, .esize = 4};
+  force(comm, algo);
+  return !strcmp(tutti__algo_select(comm, &a)->name, algo);
+}
+
+/* Seconds per call of c with the current algorithm, the slowest rank's. */
+static tutti_result_t time_cell(tutti_comm_t comm, tutti_coll_t c, float *s, float *r,
+                                size_t count, double slice_s, double *out) {
+  int64_t t0 = tutti__now_ns();
+  TRY(call(comm, c, s, r, count));
+  double warm = (double)(tutti__now_ns() - t0) / 1e9;
+  TRY(slowest(comm, &warm));
+  int iters = warm > 0 ? (int)(slice_s / warm) : 1;
+  iters = iters < 1 ? 1 : iters > 200 ? 200 : iters;
+  t0 = tutti__now_ns();
+  for (int i = 0; i < iters; i++) TRY(call(comm, c, s, r, count));
+  *out = (double)(tutti__now_ns() - t0) / 1e9 / iters;
+  return slowest(comm, out);
+}
+
+static tutti_result_t sweep(tutti_comm_t comm, const opts_t *o, int n, results_t *res) {
+  size_t max = 0;
+  for (int i = 0; i < o->nsizes; i++) max = o->sizes[i] > max ? o->sizes[i] : max;
+  float *s = mmap(NULL, max, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  float *r = mmap(NULL, max, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (s == MAP_FAILED || r == MAP_FAILED) return TUTTI_ERR_SYSTEM;
+  for (size_t i = 0; i < max / 4; i++) s[i] = (float)(i % 7);
+  memset(r, 0, max);
+  tutti_result_t rc = TUTTI_SUCCESS;
+  for (int round = 0; round < o->rounds && rc == TUTTI_SUCCESS; round++)
+    for (int ci = 0; ci < o->ncolls && rc == TUTTI_SUCCESS; ci++)
+      for (int si = 0; si < o->nsizes && rc == TUTTI_SUCCESS; si++) {
+        size_t count = count_of(o->colls[ci], o->sizes[si], n);
+        for (int k = 0; k < res->nalgo && rc == TUTTI_SUCCESS; k++) {
+          int ai = (k + round) % res->nalgo; /* alternate the order every round */
+          double *cell = &res->t[ci][si][ai][round];
+          *cell = -1;
+          if (!count || !tutti__algo_find(res->algo[ai])->fn[o->colls[ci]] ||
+              !runs_here(comm, res->algo[ai], o->colls[ci], count))
+            continue;
+          rc = time_cell(comm, o->colls[ci], s, r, count, o->slice_ms / 1e3, cell);
+        }
+      }
+  munmap(s, max);
+  munmap(r, max);
+  return rc;
+}
+
+static void rank_main(const tutti_unique_id_t *id, int n, int rank, const opts_t *o,
+                      results_t *res) {
+  tutti_comm_t comm;
+  tutti_result_t rc = tutti_comm_init_rank(&comm, n, id, rank);
+  if (rc == TUTTI_SUCCESS) {
+    rc = sweep(comm, o, n, res);
+    if (rc != TUTTI_SUCCESS && rank == 0)
+      snprintf(res->err, sizeof res->err, "%s", tutti_comm_last_error(comm));
+    tutti_comm_destroy(comm);
+  } else if (rank == 0) {
+    snprintf(res->err, sizeof res->err, "init: %s", tutti_result_string(rc));
+  }
+  if (rank == 0) res->ok = rc == TUTTI_SUCCESS;
+  _exit(rc == TUTTI_SUCCESS ? 0 : 1);
+}
+
+static int run_ranks(int n, const opts_t *o, results_t *res) {
+  tutti_unique_id_t id;
+  if (tutti_get_unique_id(&id) != TUTTI_SUCCESS) return -1;
+  pid_t kids[64];
+  for (int r = 0; r < n; r++) {
+    fflush(NULL);
+    kids[r] = fork();
+    if (kids[r] < 0) return -1;
+    if (kids[r] == 0) rank_main(&id, n, r, o, res);
+  }
+  int bad = 0;
+  for (int r = 0; r < n; r++) {
+    int st;
+    if (waitpid(kids[r], &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st)) bad = 1;
+  }
+  return bad || !res->ok ? -1 : 0;
+}
+
+static double median(double *v, int k) {
+  for (int i = 1; i < k; i++)
+    for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
+      double t = v[j];
+      v[j] = v[j - 1];
+      v[j - 1] = t;
+    }
+  return k % 2 ? v[k / 2] : (v[k / 2 - 1] + v[k / 2]) / 2;
+}
+
+/* Adds the rules of one rank count to m, and a comment line per cell to notes. */
+static void pick_rules(const opts_t *o, int n, results_t *res, tutti_model_t *m, FILE *notes) {
+  for (int ci = 0; ci < o->ncolls; ci++) {
+    int last = -1;
+    for (int si = 0; si < o->nsizes; si++) {
+      int best = -1;
+      double best_t = 0;
+      fprintf(notes, "# %s n=%d %zu B:", tutti__coll_name(o->colls[ci]), n, o->sizes[si]);
+      for (int ai = 0; ai < res->nalgo; ai++) {
+        double v[MAX_ROUNDS];
+        int k = 0;
+        for (int rd = 0; rd < o->rounds; rd++)
+          if (res->t[ci][si][ai][rd] >= 0) v[k++] = res->t[ci][si][ai][rd];
+        if (!k) continue;
+        double med = median(v, k);
+        fprintf(notes, " %s %.1f us", res->algo[ai], med * 1e6);
+        if (best < 0 || med < best_t) {
+          best = ai;
+          best_t = med;
+        }
+      }
+      fprintf(notes, "%s%s\n", best >= 0 ? " -> " : "", best >= 0 ? res->algo[best] : "");
+      if (best < 0 || m->nrules == TUTTI_FILE_MAX_RULES) continue;
+      /* Size classes: each swept size stands for [size/2, size*2), the first starting at
+       * the smallest size swept and the last open; neighbours with one winner merge. */
+      size_t lo = si == 0 ? o->sizes[0] : (o->sizes[si - 1] + o->sizes[si]) / 2;
+      size_t hi = si + 1 == o->nsizes ? (size_t)-1 : (o->sizes[si] + o->sizes[si + 1]) / 2;
+      tutti_file_rule_t *prev = m->nrules ? &m->rules[m->nrules - 1] : NULL;
+      if (last >= 0 && prev && !strcmp(prev->algo, res->algo[best])) {
+        prev->hi = hi;
+      } else {
+        tutti_file_rule_t u = {.coll = (int)o->colls[ci], .nlo = n, .nhi = n, .lo = lo, .hi = hi};
+        snprintf(u.algo, sizeof u.algo, "%s", res->algo[best]);
+        m->rules[m->nrules++] = u;
+      }
+      last = best;
+    }
+  }
+}
+
+static int parse_size(const char *s, size_t *out) {
+  char *end;
+  unsigned long long v = strtoull(s, &end, 10);
+  int shift = *end == 'k' || *end == 'K' ? 10 : *end == 'm' || *end == 'M' ? 20 : 0;
+  if (end == s || (end[shift != 0] && end[shift != 0] != ',') || v == 0) return -1;
+  *out = (size_t)v << shift;
+  return 0;
+}
+
+static int usage(FILE *to) {
+  fprintf(to,
+          "usage: tutti-tune [-o FILE] [--ns 2,4] [--sizes 64k,256k,1m,4m,16m,64m]\n"
+          "                  [--colls allreduce,allgather,reduce_scatter,broadcast]\n"
+          "                  [--rounds 3] [--slice-ms 20]\n"
+          "Sweeps the algorithms on this host and writes a tuning table for TUTTI_TUNE_FILE\n"
+          "(default FILE: $TUTTI_TUNE_FILE, else tutti-tune.table).\n");
+  return to == stdout ? 0 : 2;
+}
+
+static int parse_opts(int argc, char **argv, opts_t *o) {
+  static const size_t sizes[] = {64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20};
+  *o = (opts_t){.ns = {2, 4}, .nns = 2, .nsizes = 6, .ncolls = 4, .rounds = 3, .slice_ms = 20};
+  memcpy(o->sizes, sizes, sizeof sizes);
+  memcpy(o->colls, default_colls, sizeof default_colls);
+  o->out = getenv("TUTTI_TUNE_FILE") && *getenv("TUTTI_TUNE_FILE") ? getenv("TUTTI_TUNE_FILE")
+                                                                     : "tutti-tune.table";
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!v) return -1;
+    i++;
+    if (!strcmp(a, "-o")) {
+      o->out = v;
+    } else if (!strcmp(a, "--rounds")) {
+      o->rounds = atoi(v);
+      if (o->rounds < 1 || o->rounds > MAX_ROUNDS) return -1;
+    } else if (!strcmp(a, "--slice-ms")) {
+      o->slice_ms = atof(v);
+      if (!(o->slice_ms > 0)) return -1;
+    } else if (!strcmp(a, "--ns")) {
+      o->nns = 0;
+      for (const char *s = v; *s && o->nns < MAX_NS; s += strcspn(s, ","), s += *s == ',') {
+        int n = atoi(s);
+        if (n < 2 || n > 64) return -1;
+        o->ns[o->nns++] = n;
+      }
+    } else if (!strcmp(a, "--sizes")) {
+      o->nsizes = 0;
+      for (const char *s = v; *s && o->nsizes < MAX_SIZES; s += strcspn(s, ","), s += *s == ',')
+        if (parse_size(s, &o->sizes[o->nsizes++])) return -1;
+    } else if (!strcmp(a, "--colls")) {
+      o->ncolls = 0;
+      char name[32];
+      for (const char *s = v; *s && o->ncolls < 8; s += strcspn(s, ","), s += *s == ',') {
+        snprintf(name, sizeof name, "%.*s", (int)strcspn(s, ","), s);
+        int c = 0;
+        while (c < TUTTI_COLL_COUNT && strcmp(tutti__coll_name((tutti_coll_t)c), name)) c++;
+        if (c == TUTTI_COLL_COUNT) return -1;
+        o->colls[o->ncolls++] = (tutti_coll_t)c;
+      }
+    } else {
+      return -1;
+    }
+  }
+  return o->nns && o->nsizes && o->ncolls ? 0 : -1;
+}
+
+int main(int argc, char **argv) {
+  opts_t o;
+  if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) return usage(stdout);
+  if (parse_opts(argc, argv, &o)) return usage(stderr);
+  /* The sweep forces each algorithm; rules of an older table or TUTTI_TUNE must not
+   * interfere, and the output file is written here, not by the ranks. */
+  unsetenv("TUTTI_TUNE");
+  unsetenv("TUTTI_TUNE_FILE");
+  unsetenv("TUTTI_ALGO");
+  tutti_config_t cfg;
+  char err[512];
+  if (tutti__config_load(&cfg, err, sizeof err) != TUTTI_SUCCESS) {
+    fprintf(stderr, "tutti-tune: %s\n", err);
+    return 1;
+  }
+  tutti_model_t *m = &cfg.model;
+  if (tutti__model_obtain(&cfg, m, err, sizeof err) != TUTTI_SUCCESS) {
+    fprintf(stderr, "tutti-tune: %s\n", err);
+    return 1;
+  }
+  m->nrules = 0;
+  results_t *res = mmap(NULL, sizeof *res, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                        -1, 0);
+  if (res == MAP_FAILED) return 1;
+  char notes_buf[16384] = "";
+  FILE *notes = fmemopen(notes_buf, sizeof notes_buf - 1, "w");
+  int na;
+  const tutti_algo_t *t = tutti__algo_table(&na);
+  for (int k = 0; k < o.nns; k++) {
+    memset(res, 0, sizeof *res);
+    for (int i = 0; i < na && res->nalgo < MAX_ALGOS; i++)
+      if (t[i].cost) snprintf(res->algo[res->nalgo++], sizeof res->algo[0], "%s", t[i].name);
+    fprintf(stderr, "tutti-tune: n = %d, %d sizes, %d collectives, %d algorithms, %d rounds\n",
+            o.ns[k], o.nsizes, o.ncolls, res->nalgo, o.rounds);
+    if (run_ranks(o.ns[k], &o, res)) {
+      fprintf(stderr, "tutti-tune: the sweep at n = %d failed: %s\n", o.ns[k],
+              res->err[0] ? res->err : "a rank died");
+      return 1;
+    }
+    pick_rules(&o, o.ns[k], res, m, notes);
+  }
+  fclose(notes);
+  char text[16384];
+  int len = tutti__table_write(m, NULL, text, sizeof text);
+  if (len < 0 || (size_t)len + strlen(notes_buf) + 1 > sizeof text) {
+    fprintf(stderr, "tutti-tune: the table does not fit\n");
+    return 1;
+  }
+  strcat(text, notes_buf);
+  if (tutti__table_store(o.out, text, err, sizeof err)) {
+    fprintf(stderr, "tutti-tune: %s\n", err);
+    return 1;
+  }
+  fputs(text, stdout);
+  fprintf(stderr, "tutti-tune: wrote %s (%d rules); use it with TUTTI_TUNE_FILE=%s\n", o.out,
+          m->nrules, o.out);
+  return 0;
+}
