@@ -81,3 +81,10 @@ sim: all
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD)
+
+# tutti against gloo and Open MPI across network-namespace hosts on this machine (root);
+# writes bench/results/cluster.md and cluster_busbw.png. ROUNDS, RATES, SPECS, SIZES,
+# TUTTI_ALGOS (the tutti algorithm axis), PROGRAMS override the sweep: see bench/cluster/run.sh.
+.PHONY: bench-cluster
+bench-cluster: all
+	BUILD=$(BUILD) bash bench/cluster/run.sh
