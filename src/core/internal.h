@@ -176,6 +176,9 @@ struct tutti_comm {
   struct tutti_transport *mem; /* ranks as threads (transport/mem.c; issue 13 hook) */
   uint32_t seq;        /* collectives started on this communicator */
   uint32_t call_seq;   /* the collective running now (its seq), or 0 between calls */
+  /* Set while init agrees on the tuning model (tune/agree.c): a peer that already left init
+   * and failed its first call must not fail this rank's init, whose data is on its way. */
+  int in_agreement;
   uint32_t verify_seq; /* the oldest rooted call some local peer had not published, or 0 */
   int64_t call_start_ns;
   unsigned report_seen; /* SIGUSR1 reports already written (forensics.c) */

@@ -36,7 +36,7 @@ static void ring_bell(shm_transport_t *s, int li) {
 tutti_result_t tutti__shm_check_failed(shm_transport_t *s) {
   int32_t f = atomic_load_explicit(&s->hdr->failed, memory_order_acquire);
   struct tutti_comm *comm = s->base.comm;
-  if (f == 0 || f - 1 == comm->rank) return TUTTI_SUCCESS;
+  if (f == 0 || f - 1 == comm->rank || comm->in_agreement) return TUTTI_SUCCESS;
   char who[128], why[256];
   int li = comm->peers[f - 1].local_index;
   if (!comm->culprit) comm->culprit = f;

@@ -162,6 +162,11 @@ tutti_result_t tutti__model_agree(struct tutti_comm *comm) {
   }
   int64_t deadline = tutti__deadline_after(comm->cfg.timeout_s);
   int n = comm->nranks, r = comm->rank;
+  /* A rank that has its model leaves init and may fail its first call at once (ranks that
+   * disagree on it, say), marking the host's segment failed while a later rank of this tree
+   * still waits for the model. That failure belongs to the call, not to this init: it is
+   * ignored here and seen at this rank's first call. A peer that dies is still seen. */
+  comm->in_agreement = 1;
   for (int mask = 1; mask < n && res == TUTTI_SUCCESS; mask <<= 1) {
     tutti_xfer_t x;
     if (r < mask && r + mask < n) {
@@ -172,6 +177,7 @@ tutti_result_t tutti__model_agree(struct tutti_comm *comm) {
       if (res == TUTTI_SUCCESS) res = tutti__wait(comm, &x, deadline);
     }
   }
+  comm->in_agreement = 0;
   if (res == TUTTI_SUCCESS && own != TUTTI_SUCCESS)
     res = tutti__error(comm, own, "%s", w->text);
   else if (res == TUTTI_SUCCESS && r != 0) {
