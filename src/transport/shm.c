@@ -39,7 +39,9 @@ tutti_result_t tutti__shm_check_failed(shm_transport_t *s) {
   if (f == 0 || f - 1 == comm->rank || comm->in_agreement) return TUTTI_SUCCESS;
   char who[128], why[256];
   int li = comm->peers[f - 1].local_index;
-  if (!comm->culprit) comm->culprit = f;
+  /* The first cause, not the local neighbour that gave up because of it: ranks on other
+   * hosts learn the culprit from this rank (the tcp abort names it). */
+  if (!comm->culprit) comm->culprit = s->slots[li].culprit ? s->slots[li].culprit : f;
   memcpy(why, s->slots[li].reason, sizeof why);
   why[sizeof why - 1] = '\0';
   /* A disagreement on the call is the caller's bug on every rank, not a peer failure; a
@@ -211,6 +213,7 @@ static void shm_fail(tutti_transport_t *t, const char *reason) {
   memcpy(dst, reason, len);
   dst[len] = '\0';
   s->slots[s->me].code = t->comm->failed;
+  s->slots[s->me].culprit = t->comm->culprit;
   atomic_compare_exchange_strong(&s->hdr->failed, &expected, t->comm->rank + 1);
   for (int i = 0; i < s->nlocal; i++)
     if (i != s->me) ring_bell(s, i);

@@ -35,6 +35,7 @@ typedef struct shm_slot {
    * down the line can name the first cause and not just the neighbour that gave up. */
   _Alignas(CACHELINE) char reason[256];
   int32_t code; /* its tutti_result_t */
+  int32_t culprit; /* its comm->culprit: 1 + the rank its failure follows from, or 0 */
   /* Single-copy check at init: where this rank's probe word is, then its verdict on reading
    * every other rank's (CMA_PUBLISHED, then CMA_OK or CMA_REFUSED). */
   uint64_t probe_addr;
