@@ -161,6 +161,9 @@ static int mode_kill(int victim) {
            all[victim].host);
   if (!strstr(err, who)) cc_fail("the error does not name \"%s\"", who);
   tutti_comm_destroy(comm);
+  free(all);
+  free(send);
+  free(recv);
   printf("cluster_check rank %d: PASS: rank %d's death named\n", cc_rank, victim);
   return 0;
 }
@@ -195,6 +198,8 @@ static int mode_partition(void) {
   snprintf(seq, sizeof seq, "#%d", iter + 1);
   if (rc == TUTTI_ERR_TIMEOUT && !strstr(err, seq)) cc_fail("the timeout does not name %s", seq);
   tutti_comm_destroy(comm);
+  free(send);
+  free(recv);
   printf("cluster_check rank %d: PASS: %s named\n", cc_rank, tutti_result_string(rc));
   return 0;
 }

@@ -126,6 +126,8 @@ run_kill() {
     [ "$r" = 3 ] && continue
     if [ "${CLUSTER_RC[r]}" != 0 ] || ! grep -q "rank $r: PASS" "$CLUSTER_TMP/kill.$r"; then
       bad=1
+      echo "  rank $r exited with ${CLUSTER_RC[r]}; its last lines:"
+      tail -n 5 "$CLUSTER_TMP/kill.$r" | sed 's/^/    /'
     fi
   done
   [ "${CLUSTER_RC[3]}" = 137 ] || { bad=1; echo "  the victim exited with ${CLUSTER_RC[3]}, not 137"; }
@@ -162,6 +164,8 @@ run_partition() {
   for ((r = 0; r < CLUSTER_NRANKS; r++)); do
     if [ "${CLUSTER_RC[r]}" != 0 ] || ! grep -q "rank $r: PASS" "$CLUSTER_TMP/partition.$r"; then
       bad=1
+      echo "  rank $r exited with ${CLUSTER_RC[r]}; its last lines:"
+      tail -n 5 "$CLUSTER_TMP/partition.$r" | sed 's/^/    /'
     fi
   done
   if [ "$bad" = 0 ]; then echo "cluster_test: partition: pass"; else fail "partition"; fi
