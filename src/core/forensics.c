@@ -78,6 +78,13 @@ int tutti__forensics_peer(const struct tutti_comm *comm, int peer, char *buf, si
   const tutti_peer_t *p = &comm->peers[peer];
   char who[128], call[96], sz[32];
   tutti__peer_desc(comm, peer, who, sizeof who);
+  /* A one-shot call waits on the peer's mailbox, not on a queued receive. */
+  if (comm->post_wait == peer + 1) {
+    snprintf(buf, len, "%s never posted call #%u (%s, one-shot: its mailbox part; its last "
+             "message here was for call #%u)", who, comm->call_seq,
+             tutti__coll_name((tutti_coll_t)comm->fp.coll), p->seen_seq);
+    return 1;
+  }
   const tutti_xfer_t *op = p->recvq_head;
   if (op) {
     call_name(op->hdr.seq, &op->hdr.fp, call, sizeof call);

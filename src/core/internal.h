@@ -179,6 +179,7 @@ struct tutti_comm {
   /* Set while init agrees on the tuning model (tune/agree.c): a peer that already left init
    * and failed its first call must not fail this rank's init, whose data is on its way. */
   int in_agreement;
+  int post_wait; /* 1 + the local peer whose one-shot mailbox this rank waits on, or 0 */
   uint32_t verify_seq; /* the oldest rooted call some local peer had not published, or 0 */
   int64_t call_start_ns;
   unsigned report_seen; /* SIGUSR1 reports already written (forensics.c) */

@@ -77,16 +77,18 @@ static tutti_result_t wait_timeout(shm_transport_t *s, int li, uint32_t call) {
   struct tutti_comm *comm = s->base.comm;
   char who[128];
   int peer = s->global[li];
+  comm->post_wait = peer + 1;
   tutti__forensics_log(comm, "timeout", 0);
+  comm->post_wait = 0;
   int stopped = tutti__stopped_peer(comm);
   if (stopped >= 0) peer = stopped;
   if (!comm->culprit) comm->culprit = peer + 1;
   tutti__peer_desc(comm, peer, who, sizeof who);
   return tutti__error(comm, TUTTI_ERR_TIMEOUT, "timed out after %.1f s: %s %s call #%u (%s, "
-                      "%llu bytes, one-shot; its one-shot call before was checked here: %s)",
+                      "%llu bytes, one-shot: its mailbox part; its one-shot call before was "
+                      "checked here: %s)",
                       comm->cfg.timeout_s, who,
-                      stopped >= 0 ? "is stopped (SIGSTOP) and never posted"
-                                   : "never posted its part of",
+                      stopped >= 0 ? "is stopped (SIGSTOP) and never posted" : "never posted",
                       s->mhdr.seq, atomic_load(&comm->op_name), (unsigned long long)s->mhdr.len,
                       reached(s->mseen[li], call - 1) ? "yes" : "no");
 }
@@ -142,7 +144,9 @@ static tutti_result_t wait_posted(shm_transport_t *s, int li, uint32_t call, int
     if (now < spin_until) continue;
     TRY(queue_conflict(s, li));
     if (now >= deadline) return wait_timeout(s, li, call);
+    comm->post_wait = s->global[li] + 1;
     tutti__forensics_poll(comm);
+    comm->post_wait = 0;
     int64_t left_ms = (deadline - now) / 1000000;
     sleep_on(s, b, call, left_ms < 100 ? (int)left_ms + 1 : 100);
   }
