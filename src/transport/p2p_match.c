@@ -259,16 +259,7 @@ tutti_result_t tutti__p2p_irecv(struct tutti_comm *comm, tutti_xfer_t *op, int p
                                 size_t len, int tag, tutti_status_t *status) {
   struct tutti_p2p *s = NULL;
   TRY(state(comm, &s));
-  op->kind = TUTTI_OP_MATCH;
-  op->peer = peer;
-  op->buf = buf;
-  op->len = len;
-  op->done = 0;
-  op->complete = 0;
-  op->hdr.magic = TUTTI_MSG_MAGIC;
-  op->hdr.seq = P2P_BIT;
-  op->hdr.len = len;
-  op->hdr.fp = comm->fp;
+  tutti__xfer_init(comm, op, TUTTI_OP_MATCH, peer, buf, len, P2P_BIT);
   op->hdr.fp.root = tag;
   op->order = ++s->posted;
   op->status = status;

@@ -29,8 +29,8 @@ static void dequeue(tutti_xfer_t **head, tutti_xfer_t **tail) {
   if (!*head) *tail = NULL;
 }
 
-static void op_init(struct tutti_comm *comm, tutti_xfer_t *op, int kind, int peer, void *buf,
-                    size_t len, uint32_t tag) {
+void tutti__xfer_init(struct tutti_comm *comm, tutti_xfer_t *op, int kind, int peer, void *buf,
+                      size_t len, uint32_t tag) {
   op->kind = kind;
   op->peer = peer;
   op->buf = buf;
@@ -235,7 +235,7 @@ static tutti_result_t progress_all(struct tutti_comm *comm, int *moved_any) {
 tutti_result_t tutti__isend_tag(struct tutti_comm *comm, tutti_xfer_t *op, int peer,
                                 const void *buf, size_t len, uint32_t tag) {
   tutti_peer_t *p = &comm->peers[peer];
-  op_init(comm, op, TUTTI_OP_SEND, peer, (void *)buf, len, tag);
+  tutti__xfer_init(comm, op, TUTTI_OP_SEND, peer, (void *)buf, len, tag);
   enqueue(&p->sendq_head, &p->sendq_tail, op);
   /* Start moving at once: small messages usually finish here, without entering the wait. */
   int moved = 0;
@@ -245,7 +245,7 @@ tutti_result_t tutti__isend_tag(struct tutti_comm *comm, tutti_xfer_t *op, int p
 tutti_result_t tutti__irecv_tag(struct tutti_comm *comm, tutti_xfer_t *op, int peer, void *buf,
                                 size_t len, uint32_t tag) {
   tutti_peer_t *p = &comm->peers[peer];
-  op_init(comm, op, TUTTI_OP_RECV, peer, buf, len, tag);
+  tutti__xfer_init(comm, op, TUTTI_OP_RECV, peer, buf, len, tag);
   enqueue(&p->recvq_head, &p->recvq_tail, op);
   return TUTTI_SUCCESS;
 }

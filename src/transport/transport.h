@@ -111,6 +111,10 @@ tutti_result_t tutti__irecv_tag(struct tutti_comm *comm, tutti_xfer_t *op, int p
 void tutti__drop_ops(struct tutti_comm *comm);
 
 /* Checks a received header against what op expects; a mismatch becomes comm's error. */
+/* Fills op as a transfer of kind with peer whose header carries tag and the current call's
+ * fingerprint, not yet started. */
+void tutti__xfer_init(struct tutti_comm *comm, tutti_xfer_t *op, int kind, int peer, void *buf,
+                      size_t len, uint32_t tag);
 tutti_result_t tutti__check_header(struct tutti_comm *comm, const tutti_xfer_t *op,
                                    const tutti_msg_hdr_t *got);
 
