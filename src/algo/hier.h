@@ -24,12 +24,13 @@ typedef struct tutti_hier {
   int *index_ranks;    /* nhosts: the members of an index group (tutti__hier_index_group) */
   tutti_seg_t *segs;   /* nranks + max_local segments for one layout */
   int *seg_first;      /* nranks + max_local + 1 */
+  int *children;       /* max_local + 1: a broadcast's receivers */
+  tutti_xfer_t *xfers; /* max(nhosts, max_local): one gather's transfers */
 } tutti_hier_t;
 
-/* Fills h for comm (allocating its arrays). Fails only when out of memory. */
+/* Fills h for comm; its arrays live in the topology's working memory, allocated on the
+ * communicator's first hierarchical call. Fails only when out of memory. */
 tutti_result_t tutti__hier_begin(struct tutti_comm *comm, tutti_hier_t *h);
-/* Frees what tutti__hier_begin allocated. */
-void tutti__hier_end(tutti_hier_t *h);
 
 /* The rank that covers index j on host host. */
 static inline int tutti__hier_cover(const tutti_hier_t *h, int host, int j) {

@@ -24,7 +24,5 @@ tutti_result_t tutti__hier_allgather(struct tutti_comm *comm, const tutti_coll_a
   tutti__copy_if_apart((char *)a->recvbuf + (size_t)comm->rank * bytes, a->sendbuf, bytes);
   tutti_hier_t h;
   TRY(tutti__hier_begin(comm, &h));
-  tutti_result_t res = run(comm, a, &h);
-  tutti__hier_end(&h);
-  return res;
+  return run(comm, a, &h);
 }

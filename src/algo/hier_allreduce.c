@@ -46,7 +46,5 @@ tutti_result_t tutti__hier_allreduce(struct tutti_comm *comm, const tutti_coll_a
   TRY(tutti__scratch(comm, tutti__chunk_elems(comm, a->esize) * a->esize, &tmp));
   tutti_hier_t h;
   TRY(tutti__hier_begin(comm, &h));
-  tutti_result_t res = run(comm, a, &h, tmp);
-  tutti__hier_end(&h);
-  return res;
+  return run(comm, a, &h, tmp);
 }

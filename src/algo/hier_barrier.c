@@ -43,7 +43,5 @@ static tutti_result_t run(struct tutti_comm *comm, const tutti_coll_args_t *a,
 tutti_result_t tutti__hier_barrier(struct tutti_comm *comm, const tutti_coll_args_t *a) {
   tutti_hier_t h;
   TRY(tutti__hier_begin(comm, &h));
-  tutti_result_t res = run(comm, a, &h);
-  tutti__hier_end(&h);
-  return res;
+  return run(comm, a, &h);
 }

@@ -5,9 +5,6 @@
  * vector once, and the local copies overlap the chain instead of following it.
  */
 #include "algo/hier.h"
-
-#include <stdlib.h>
-
 #include "algo/patterns.h"
 
 /* The leader of host at chain position p (hosts in order from the root's). */
@@ -23,11 +20,7 @@ tutti_result_t tutti__hier_broadcast(struct tutti_comm *comm, const tutti_coll_a
   int p = tutti__mod(h.host - root_host, h.nhosts);
   int me_leader = leader(&h, a->root, root_host, p) == comm->rank;
   int parent = -1, nchildren = 0;
-  int *children = malloc(sizeof(int) * ((size_t)h.nlocal + 1));
-  if (!children) {
-    tutti__hier_end(&h);
-    return tutti__error(comm, TUTTI_ERR_SYSTEM, "out of memory for a hierarchical broadcast");
-  }
+  int *children = h.children;
   if (me_leader) {
     if (p > 0) parent = leader(&h, a->root, root_host, p - 1);
     if (p < h.nhosts - 1) children[nchildren++] = leader(&h, a->root, root_host, p + 1);
@@ -38,25 +31,21 @@ tutti_result_t tutti__hier_broadcast(struct tutti_comm *comm, const tutti_coll_a
   } else {
     parent = leader(&h, a->root, root_host, p);
   }
-  tutti__hier_end(&h);
   size_t es = a->esize, ce = tutti__chunk_elems(comm, es);
   char *out = a->recvbuf;
   const char *in = comm->rank == a->root ? (const char *)a->sendbuf : out;
   tutti_sendq_t q;
   tutti__sendq_init(&q);
-  tutti_result_t res = TUTTI_SUCCESS;
-  for (size_t c = 0, nc = tutti__nchunks(a->count, ce); c < nc && !res; c++) {
+  for (size_t c = 0, nc = tutti__nchunks(a->count, ce); c < nc; c++) {
     size_t off = c * ce * es, len = (c * ce + ce <= a->count ? ce : a->count - c * ce) * es;
-    if (parent >= 0) res = tutti__recv(comm, parent, out + off, len, a->deadline);
-    for (int k = 0; k < nchildren && !res; k++) {
+    if (parent >= 0) TRY(tutti__recv(comm, parent, out + off, len, a->deadline));
+    for (int k = 0; k < nchildren; k++) {
       int slot;
-      res = tutti__sendq_acquire(comm, &q, a->deadline, &slot);
-      if (!res) res = tutti__sendq_post(comm, &q, slot, children[k], in + off, len);
+      TRY(tutti__sendq_acquire(comm, &q, a->deadline, &slot));
+      TRY(tutti__sendq_post(comm, &q, slot, children[k], in + off, len));
     }
     /* The root's own copy runs while its chunk is on the way. */
-    if (!res && in != out) memcpy(out + off, in + off, len);
+    if (in != out) memcpy(out + off, in + off, len);
   }
-  free(children);
-  TRY(res);
   return tutti__sendq_drain(comm, &q, a->deadline);
 }

@@ -6,9 +6,6 @@
  * vector on the flat chain; the root receives each byte once.
  */
 #include "algo/hier.h"
-
-#include <stdlib.h>
-
 #include "algo/patterns.h"
 #include "kernels/kernels.h"
 
@@ -94,15 +91,6 @@ tutti_result_t tutti__hier_reduce(struct tutti_comm *comm, const tutti_coll_args
   TRY(tutti__scratch(comm, tmp_bytes + w_bytes, (void **)&scratch));
   tutti_hier_t h;
   TRY(tutti__hier_begin(comm, &h));
-  /* Transfers of one gather: at most one per host or per slice. */
-  tutti_xfer_t *ops = calloc((size_t)(h.nhosts > h.max_local ? h.nhosts : h.max_local),
-                             sizeof *ops);
-  tutti_result_t res = ops ? TUTTI_SUCCESS
-                           : tutti__error(comm, TUTTI_ERR_SYSTEM, "out of memory for a "
-                                          "hierarchical reduce");
   char *w = comm->rank == a->root ? (char *)a->recvbuf : scratch + tmp_bytes;
-  if (res == TUTTI_SUCCESS) res = run(comm, a, &h, w, scratch, ops);
-  free(ops);
-  tutti__hier_end(&h);
-  return res;
+  return run(comm, a, &h, w, scratch, h.xfers);
 }

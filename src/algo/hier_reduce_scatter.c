@@ -38,7 +38,5 @@ tutti_result_t tutti__hier_reduce_scatter(struct tutti_comm *comm, const tutti_c
   TRY(tutti__scratch(comm, tmp_bytes + bytes, (void **)&scratch));
   tutti_hier_t h;
   TRY(tutti__hier_begin(comm, &h));
-  tutti_result_t res = run(comm, a, &h, scratch + tmp_bytes, scratch);
-  tutti__hier_end(&h);
-  return res;
+  return run(comm, a, &h, scratch + tmp_bytes, scratch);
 }

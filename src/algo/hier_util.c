@@ -5,34 +5,36 @@
 
 #include "algo/patterns.h"
 
+/* Bytes of the working memory: segments, then transfers, then ints (the larger alignment
+ * first, so every part is aligned). */
+static size_t work_bytes(const tutti_topo_t *t, int nranks, size_t *nseg, size_t *nxfer) {
+  *nseg = (size_t)nranks + (size_t)t->max_local;
+  *nxfer = (size_t)(t->nhosts > t->max_local ? t->nhosts : t->max_local);
+  size_t ints = (size_t)t->nhosts + *nseg + 1 + (size_t)t->max_local + 1;
+  return sizeof(tutti_seg_t) * *nseg + sizeof(tutti_xfer_t) * *nxfer + sizeof(int) * ints;
+}
+
 tutti_result_t tutti__hier_begin(struct tutti_comm *comm, tutti_hier_t *h) {
   memset(h, 0, sizeof *h);
-  h->t = tutti__topo(comm);
-  if (!h->t) return tutti__error(comm, TUTTI_ERR_SYSTEM, "out of memory for the topology");
-  const tutti_topo_t *t = h->t;
+  tutti_topo_t *t = tutti__topo(comm);
+  if (!t) return tutti__error(comm, TUTTI_ERR_SYSTEM, "out of memory for the topology");
+  size_t nseg, nxfer, bytes = work_bytes(t, comm->nranks, &nseg, &nxfer);
+  if (!t->work && !(t->work = malloc(bytes)))
+    return tutti__error(comm, TUTTI_ERR_SYSTEM, "out of memory for a hierarchical %s (%zu "
+                        "bytes)", comm->op_name ? comm->op_name : "collective", bytes);
+  h->t = t;
   h->nhosts = t->nhosts;
   h->max_local = t->max_local;
   h->host = t->host_of[comm->rank];
   h->local = t->local_of[comm->rank];
   h->nlocal = tutti__topo_nlocal(t, h->host);
   h->local_group = (tutti_group_t){t->ranks + t->host_first[h->host], h->nlocal, h->local};
-  size_t nseg = (size_t)comm->nranks + (size_t)t->max_local;
-  h->index_ranks = malloc(sizeof(int) * ((size_t)t->nhosts + nseg + 1));
-  h->segs = malloc(sizeof(tutti_seg_t) * nseg);
-  if (!h->index_ranks || !h->segs) {
-    tutti__hier_end(h);
-    return tutti__error(comm, TUTTI_ERR_SYSTEM, "out of memory for a hierarchical %s",
-                        comm->op_name ? comm->op_name : "collective");
-  }
+  h->segs = t->work;
+  h->xfers = (tutti_xfer_t *)(h->segs + nseg);
+  h->index_ranks = (int *)(h->xfers + nxfer);
   h->seg_first = h->index_ranks + t->nhosts;
+  h->children = h->seg_first + nseg + 1;
   return TUTTI_SUCCESS;
-}
-
-void tutti__hier_end(tutti_hier_t *h) {
-  free(h->index_ranks);
-  free(h->segs);
-  h->index_ranks = NULL;
-  h->segs = NULL;
 }
 
 void tutti__hier_index_group(tutti_hier_t *h, int j, tutti_group_t *g) {

@@ -46,7 +46,7 @@ static tutti_topo_t *build(const struct tutti_comm *comm) {
   return t;
 }
 
-const tutti_topo_t *tutti__topo(struct tutti_comm *comm) {
+tutti_topo_t *tutti__topo(struct tutti_comm *comm) {
   if (!comm->topo) comm->topo = build(comm);
   return comm->topo;
 }
@@ -72,6 +72,7 @@ tutti_result_t tutti__topo_init(struct tutti_comm *comm) {
 }
 
 void tutti__topo_free(struct tutti_comm *comm) {
+  if (comm->topo) free(comm->topo->work);
   free(comm->topo);
   comm->topo = NULL;
 }

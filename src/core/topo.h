@@ -18,11 +18,14 @@ typedef struct tutti_topo {
   int *host_first; /* host h's ranks are ranks[host_first[h] .. host_first[h + 1]) */
   int *ranks;      /* ranks host by host: also the flat ring's and chain's order */
   int *pos_of;     /* rank -> its position in ranks */
+  /* Working memory the hierarchical algorithms keep between calls (algo/hier_util.c), so
+   * that a call allocates nothing; one call at a time uses it, as comm->scratch. */
+  void *work;
 } tutti_topo_t;
 
 /* The topology of comm, built from comm->peers (host name and boot id) on first use and
  * owned by comm. NULL only when out of memory. */
-const tutti_topo_t *tutti__topo(struct tutti_comm *comm);
+tutti_topo_t *tutti__topo(struct tutti_comm *comm);
 
 /* Builds comm's topology now and logs it at INFO ("3 hosts: 2+2+2 ranks"). Fails only when
  * out of memory. */
