@@ -91,7 +91,7 @@ void tutti__tune_query(const struct tutti_comm *comm, const tutti_coll_args_t *a
   q->bytes = tutti__tune_bytes(a->coll, a->count, a->esize, comm->nranks);
   q->nranks = comm->nranks;
   q->one_host = comm->nlocal == comm->nranks;
-  q->tcp = !q->one_host || comm->cfg.transport == TUTTI_TRANSPORT_TCP;
+  q->tcp = tutti__transport_cost_class(comm) == TUTTI_COST_NETWORK;
   q->chunk_bytes = comm->cfg.chunk_bytes;
   q->cma = comm->cma;
   q->mbox_bytes = tutti__mbox_capacity(comm);

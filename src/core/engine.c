@@ -364,9 +364,7 @@ static tutti_result_t enqueue(struct tutti_comm *comm, struct tutti_request *r) 
 
 void tutti__engine_kick(struct tutti_comm *comm) {
   atomic_store(&comm->work_pending, 1);
-  if (comm->shm) comm->shm->ops->wake(comm->shm);
-  if (comm->tcp) comm->tcp->ops->wake(comm->tcp);
-  if (comm->mem) comm->mem->ops->wake(comm->mem); /* mem transport hook (issue 13) */
+  for (int i = 0; i < comm->ntps; i++) comm->tps[i]->ops->wake(comm->tps[i]);
 }
 
 int tutti__engine_idle(struct tutti_comm *comm) {

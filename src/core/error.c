@@ -75,9 +75,7 @@ tutti_result_t tutti__error_soft(struct tutti_comm *comm, tutti_result_t res, co
 void tutti__comm_fail(struct tutti_comm *comm, tutti_result_t res) {
   if (comm->failed != TUTTI_SUCCESS) return;
   comm->failed = res;
-  if (comm->shm) comm->shm->ops->fail(comm->shm, comm->last_error);
-  if (comm->tcp) comm->tcp->ops->fail(comm->tcp, comm->last_error);
-  if (comm->mem) comm->mem->ops->fail(comm->mem, comm->last_error); /* mem hook (issue 13) */
+  for (int i = 0; i < comm->ntps; i++) comm->tps[i]->ops->fail(comm->tps[i], comm->last_error);
 }
 
 const char *tutti__peer_desc(const struct tutti_comm *comm, int peer, char *buf, size_t len) {

@@ -61,8 +61,11 @@ void tutti__log_banner(int rank, int nranks, int nlocal, const char *transport, 
 
 /* ---- Configuration ------------------------------------------------------------------- */
 
-/* MEM: peers that are threads of this process (transport/mem.c); never set by TUTTI_TRANSPORT. */
+/* The registry's rows (transport/registry.c), as TUTTI_TRANSPORT names them and peers[r].kind
+ * holds them. MEM: peers that are threads of this process; never set by TUTTI_TRANSPORT. */
 enum { TUTTI_TRANSPORT_AUTO = 0, TUTTI_TRANSPORT_SHM, TUTTI_TRANSPORT_TCP, TUTTI_TRANSPORT_MEM };
+/* The most transports one communicator holds at once. */
+#define TUTTI_MAX_TRANSPORTS 4
 
 /* One TUTTI_TUNE rule: collective coll (a tutti_coll_t) with lo <= bytes < hi runs the
  * algorithm at index algo of the algorithm table. */
@@ -151,7 +154,7 @@ typedef struct tutti_peer {
   char host[TUTTI_HOST_BYTES];
   char boot_id[40];
   int local_index; /* index among the ranks of this host, or -1 for a remote host */
-  int kind;        /* TUTTI_TRANSPORT_SHM or _TCP for peers, 0 for this rank */
+  int kind;        /* the registry row serving this peer (TUTTI_TRANSPORT_*), 0 for this rank */
   struct tutti_transport *tp;
   uint32_t p2p_sent, p2p_rcvd; /* point-to-point messages to / from this peer so far */
   /* The latest collective call whose message from this peer arrived (so it posted that call)
@@ -171,9 +174,12 @@ struct tutti_comm {
   int nlocal;          /* ranks on this host, this one included */
   int oversubscribed;  /* more local ranks than CPUs: yield instead of spinning */
   int cma;             /* every rank is on this host and may read the others' memory */
-  struct tutti_transport *shm;
-  struct tutti_transport *tcp;
-  struct tutti_transport *mem; /* ranks as threads (transport/mem.c; issue 13 hook) */
+  /* The live transports (transport/registry.c), each serving the peers whose tp it is. */
+  struct tutti_transport *tps[TUTTI_MAX_TRANSPORTS];
+  int ntps;
+  struct tutti_transport *mbox;  /* the transport whose mailboxes serve every peer, or NULL */
+  struct tutti_transport *calls; /* the transport publishing calls on this host, or NULL */
+  int thread_ranks;    /* the peers are threads of this process: sleep rather than yield */
   uint32_t seq;        /* collectives started on this communicator */
   uint32_t call_seq;   /* the collective running now (its seq), or 0 between calls */
   /* Set while init agrees on the tuning model (tune/agree.c): a peer that already left init

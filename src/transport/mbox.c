@@ -31,13 +31,7 @@
 #include "transport/header_check.h"
 #include "transport/shm_seg.h"
 
-static shm_transport_t *mbox_transport(const struct tutti_comm *comm) {
-  return comm->shm && comm->nlocal == comm->nranks ? (shm_transport_t *)comm->shm : NULL;
-}
-
-size_t tutti__mbox_capacity(const struct tutti_comm *comm) {
-  return mbox_transport(comm) && comm->cfg.transport != TUTTI_TRANSPORT_TCP ? MBOX_BYTES : 0;
-}
+_Static_assert(MBOX_BYTES == TUTTI_MBOX_BYTES, "the mailbox capacity the tuner is told");
 
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -186,8 +180,8 @@ static tutti_result_t check_since(shm_transport_t *s, int li, uint32_t upto) {
   return TUTTI_SUCCESS;
 }
 
-tutti_result_t tutti__mbox_begin(struct tutti_comm *comm, int64_t deadline) {
-  shm_transport_t *s = mbox_transport(comm);
+static tutti_result_t mbox_begin(tutti_transport_t *t, int64_t deadline) {
+  shm_transport_t *s = (shm_transport_t *)t;
   uint32_t call = ++s->mseq;
   for (int li = 0; li < s->nlocal; li++) {
     if (li == s->me) continue;
@@ -203,9 +197,10 @@ tutti_result_t tutti__mbox_begin(struct tutti_comm *comm, int64_t deadline) {
   return TUTTI_SUCCESS;
 }
 
-tutti_result_t tutti__mbox_post(struct tutti_comm *comm, const void *data, size_t len,
+static tutti_result_t mbox_post(tutti_transport_t *t, const void *data, size_t len,
                                 size_t call_bytes) {
-  shm_transport_t *s = mbox_transport(comm);
+  shm_transport_t *s = (shm_transport_t *)t;
+  struct tutti_comm *comm = t->comm;
   uint32_t call = s->mseq;
   shm_mbox_t *b = mbox_of(s, s->me, call);
   s->mhdr = (tutti_msg_hdr_t){TUTTI_MSG_MAGIC, comm->seq, call_bytes, comm->fp};
@@ -226,9 +221,10 @@ tutti_result_t tutti__mbox_post(struct tutti_comm *comm, const void *data, size_
   return TUTTI_SUCCESS;
 }
 
-tutti_result_t tutti__mbox_get(struct tutti_comm *comm, int peer, int64_t deadline,
+static tutti_result_t mbox_get(tutti_transport_t *t, int peer, int64_t deadline,
                                const char **data) {
-  shm_transport_t *s = mbox_transport(comm);
+  shm_transport_t *s = (shm_transport_t *)t;
+  struct tutti_comm *comm = t->comm;
   int li = comm->peers[peer].local_index;
   shm_mbox_t *b = mbox_of(s, li, s->mseq);
   if (li != s->me) {
@@ -239,10 +235,13 @@ tutti_result_t tutti__mbox_get(struct tutti_comm *comm, int peer, int64_t deadli
   return TUTTI_SUCCESS;
 }
 
-tutti_result_t tutti__mbox_conflict(struct tutti_comm *comm) {
-  shm_transport_t *s = mbox_transport(comm);
-  /* Only inside a collective: point-to-point calls keep the last collective's number. */
-  if (!s || comm->call_seq != comm->seq) return TUTTI_SUCCESS;
+/* For a rank waiting on its queues: TUTTI_ERR_INVALID_USAGE if a peer runs the current call
+ * through its mailbox (the ranks chose different algorithms for what should be one call). */
+static tutti_result_t mbox_conflict(shm_transport_t *s) {
+  struct tutti_comm *comm = s->base.comm;
+  /* Only where the mailboxes serve every peer, and only inside a collective: point-to-point
+   * calls keep the last collective's number. */
+  if (comm->mbox != &s->base || comm->call_seq != comm->seq) return TUTTI_SUCCESS;
   for (int li = 0; li < s->nlocal; li++)
     for (uint32_t k = 0; k < MBOX_DEPTH && li != s->me; k++) {
       const shm_mbox_t *b = mbox_of(s, li, k);
@@ -266,14 +265,10 @@ tutti_result_t tutti__mbox_conflict(struct tutti_comm *comm) {
 
 /* ---- Published calls ------------------------------------------------------------------ */
 
-static shm_transport_t *local_transport(const struct tutti_comm *comm) {
-  shm_transport_t *s = (shm_transport_t *)comm->shm;
-  return s && s->nlocal > 1 ? s : NULL;
-}
-
-void tutti__call_publish(struct tutti_comm *comm) {
-  shm_transport_t *s = local_transport(comm);
-  if (!s) return;
+static void call_publish(tutti_transport_t *t) {
+  shm_transport_t *s = (shm_transport_t *)t;
+  struct tutti_comm *comm = t->comm;
+  if (s->nlocal < 2) return;
   __typeof__(&s->slots[0].calls[0]) e = &s->slots[s->me].calls[comm->seq % CALL_DEPTH];
   uint64_t w[2];
   _Static_assert(sizeof comm->fp == sizeof w, "fingerprint size");
@@ -322,9 +317,10 @@ static tutti_result_t check_call(struct tutti_comm *comm, shm_transport_t *s, ui
   return TUTTI_SUCCESS;
 }
 
-tutti_result_t tutti__call_conflict(struct tutti_comm *comm, int rooted) {
-  shm_transport_t *s = local_transport(comm);
-  if (!s || comm->call_seq != comm->seq || comm->seq == 0) return TUTTI_SUCCESS;
+static tutti_result_t call_conflict(tutti_transport_t *t, int rooted) {
+  shm_transport_t *s = (shm_transport_t *)t;
+  struct tutti_comm *comm = t->comm;
+  if (s->nlocal < 2 || comm->call_seq != comm->seq || comm->seq == 0) return TUTTI_SUCCESS;
   int all;
   /* Rooted calls not yet seen on every peer, oldest first, then the current one. */
   while (comm->verify_seq && reached(comm->seq, comm->verify_seq) &&
@@ -339,3 +335,16 @@ tutti_result_t tutti__call_conflict(struct tutti_comm *comm, int rooted) {
   if (rooted && !all && !comm->verify_seq) comm->verify_seq = comm->seq;
   return TUTTI_SUCCESS;
 }
+
+tutti_result_t tutti__shm_check(tutti_transport_t *t) {
+  TRY(mbox_conflict((shm_transport_t *)t));
+  return call_conflict(t, 0);
+}
+
+const tutti_mbox_ops_t tutti__shm_mbox_ops = {
+    .begin = mbox_begin,
+    .post = mbox_post,
+    .get = mbox_get,
+    .call_publish = call_publish,
+    .call_conflict = call_conflict,
+};

@@ -311,15 +311,19 @@ static tutti_result_t block_once(struct tutti_comm *comm, int64_t deadline,
   int64_t left_ms = (deadline - tutti__now_ns()) / 1000000;
   /* Short slices bound how late an abort from another thread or a dead peer is noticed. */
   int slice = left_ms < 100 ? (int)(left_ms > 0 ? left_ms : 0) : 100;
-  /* The in-memory transport never shares a communicator with the others (issue 13 hook). */
-  tutti_transport_t *tps[2] = {comm->mem ? comm->mem : comm->shm, comm->tcp};
-  int nw[2] = {0, 0};
-  for (int t = 0; t < 2; t++)
-    if (tps[t]) nw[t] = collect_wants(comm, tps[t], wants + (t ? nw[0] : 0));
-  /* Neither transport can sleep on the other's events, so with both busy each sleeps 1 ms. */
-  if (nw[0] && nw[1]) slice = slice < 1 ? slice : 1;
-  for (int t = 0; t < 2; t++)
-    if (nw[t]) TRY(tps[t]->ops->block(tps[t], wants + (t ? nw[0] : 0), nw[t], slice));
+  int nw[TUTTI_MAX_TRANSPORTS], busy = 0, at = 0;
+  for (int t = 0; t < comm->ntps; t++) {
+    nw[t] = collect_wants(comm, comm->tps[t], wants + at);
+    at += nw[t];
+    busy += nw[t] > 0;
+  }
+  /* No transport can sleep on another's events, so with two busy each sleeps 1 ms. */
+  if (busy > 1) slice = slice < 1 ? slice : 1;
+  at = 0;
+  for (int t = 0; t < comm->ntps; t++) {
+    if (nw[t]) TRY(comm->tps[t]->ops->block(comm->tps[t], wants + at, nw[t], slice));
+    at += nw[t];
+  }
   return TUTTI_SUCCESS;
 }
 
@@ -354,9 +358,9 @@ tutti_result_t tutti__wait_slice(struct tutti_comm *comm, tutti_xfer_t *op, int6
      * core the peer needs, so yield a few times instead and then sleep. */
     if (idle++ == 0) spin_until = tutti__now_ns() + (int64_t)(comm->cfg.spin_us * 1000);
     if (comm->oversubscribed) {
-      /* Thread ranks (mem.c; issue 13 hook) sleep at once: with hundreds of them a core, a
-       * yield only hands the core to another waiter. */
-      if (idle < 8 && !comm->mem) {
+      /* Thread ranks sleep at once: with hundreds of them a core, a yield only hands the
+       * core to another waiter. */
+      if (idle < 8 && !comm->thread_ranks) {
         sched_yield();
         continue;
       }
@@ -374,8 +378,7 @@ tutti_result_t tutti__wait_slice(struct tutti_comm *comm, tutti_xfer_t *op, int6
       goto out;
     }
     tutti__forensics_poll(comm);
-    TRY_GOTO(tutti__mbox_conflict(comm), res, out);
-    TRY_GOTO(tutti__call_conflict(comm, 0), res, out);
+    TRY_GOTO(tutti__transport_check(comm), res, out);
     /* New work for the progress thread ends a slice early, so it can post it. */
     if (now >= return_at || atomic_load_explicit(&comm->work_pending, memory_order_relaxed))
       if (return_at != INT64_MAX) return TUTTI_IN_PROGRESS;
