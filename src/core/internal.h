@@ -233,11 +233,17 @@ tutti_result_t tutti__error(struct tutti_comm *comm, tutti_result_t res, const c
 tutti_result_t tutti__error_soft(struct tutti_comm *comm, tutti_result_t res, const char *fmt,
                                  ...) __attribute__((format(printf, 3, 4)));
 
+/* Starts (open 1) or ends (open 0) keeping the first error this thread records, for the
+ * group this thread has open (engine.c's tutti_group_start / _end); ending returns it, or
+ * TUTTI_SUCCESS if none. */
+tutti_result_t tutti__group_errors(int open);
+
 /* Records why this thread's communicator creation failed (tutti_last_init_error). */
 void tutti__init_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Marks comm failed with res (after tutti__error recorded why) and tells the peers through
- * every transport, so that ranks waiting on this one fail promptly instead of timing out. */
+ * every transport, so that ranks waiting on this one fail promptly instead of timing out
+ * (transport/registry.c: it loops over the live transports). */
 void tutti__comm_fail(struct tutti_comm *comm, tutti_result_t res);
 
 /* "rank 3 (pid 812 on host a)" into buf. */

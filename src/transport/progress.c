@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "algo/algo.h"
+#include "core/colls.h"
 #include "core/forensics.h"
 #include "kernels/kernels.h"
 #include "transport/header_check.h"
@@ -72,7 +72,7 @@ static tutti_result_t progress_sends(struct tutti_comm *comm, int peer, int *mov
 }
 
 static const char *coll_label(int coll) {
-  return coll == TUTTI_COLL_SEND ? "send/recv" : tutti__coll_name((tutti_coll_t)coll);
+  return tutti__coll_info(coll)->label;
 }
 
 /* Compares what the peer says it is calling with what this rank calls, field by field, so the
@@ -275,6 +275,9 @@ void tutti__drop_ops(struct tutti_comm *comm) {
 static tutti_result_t timeout_error(struct tutti_comm *comm) {
   char what[400] = "no peer is pending", who[128];
   int waited = -1;
+  /* A rank waiting on a condition (a one-shot mailbox) waits on that peer, queues or not. */
+  if (comm->post_wait && tutti__forensics_peer(comm, comm->post_wait - 1, what, sizeof what))
+    waited = comm->post_wait - 1;
   for (int i = 0; i < comm->nranks && waited < 0; i++)
     if (i != comm->rank && tutti__forensics_peer(comm, i, what, sizeof what)) waited = i;
   tutti__forensics_log(comm, "timeout", 0);
@@ -337,27 +340,46 @@ tutti_result_t tutti__wait(struct tutti_comm *comm, tutti_xfer_t *op, int64_t de
   return tutti__wait_slice(comm, op, deadline, INT64_MAX);
 }
 
-tutti_result_t tutti__wait_slice(struct tutti_comm *comm, tutti_xfer_t *op, int64_t deadline,
-                                 int64_t return_at) {
+/* The one wait loop: until op completes (driving every queue) or, where cond is given, until
+ * cond is met; spin, then sleep in the transport (or in cond's sleep) in short slices, with
+ * one deadline, one abort check and one timeout report for both. */
+static tutti_result_t wait_loop(struct tutti_comm *comm, tutti_xfer_t *op,
+                                const tutti_cond_t *cond, int64_t deadline, int64_t return_at) {
   tutti_result_t res = TUTTI_SUCCESS;
   int64_t spin_until = 0;
   unsigned idle = 0;
-  while (!op->complete) {
+  while (cond ? !cond->met(cond) : !op->complete) {
     if (atomic_load_explicit(&comm->aborted, memory_order_relaxed)) {
       res = tutti__error(comm, TUTTI_ERR_ABORTED, "the communicator was aborted");
       goto out;
     }
-    int moved = 0;
-    TRY_GOTO(progress_all(comm, &moved), res, out);
-    if (op->complete) break;
-    if (moved) {
-      idle = 0;
-      continue;
+    if (!cond) {
+      int moved = 0;
+      TRY_GOTO(progress_all(comm, &moved), res, out);
+      if (op->complete) break;
+      if (moved) {
+        idle = 0;
+        continue;
+      }
     }
     /* Spin about as long as a wake-up costs; with more ranks than cores, spinning steals the
      * core the peer needs, so yield a few times instead and then sleep. */
     if (idle++ == 0) spin_until = tutti__now_ns() + (int64_t)(comm->cfg.spin_us * 1000);
-    if (comm->oversubscribed) {
+    if (cond) {
+      /* A condition is one cache line to watch, which costs the peer nothing: spin on it
+       * (four times as long where ranks outnumber cores, yielding on every turn, which
+       * amortises the scheduler's round trips), checking for failures every 64 turns. */
+      if (idle == 1 && comm->oversubscribed)
+        spin_until += 3 * (int64_t)(comm->cfg.spin_us * 1000);
+      if (comm->oversubscribed || !(idle & 63))
+        sched_yield();
+      else
+        cpu_relax();
+      if (idle & 63) continue;
+      int spun = tutti__now_ns() >= spin_until;
+      TRY_GOTO(cond->check(cond, spun), res, out);
+      if (!spun) continue;
+    } else if (comm->oversubscribed) {
       /* Thread ranks sleep at once: with hundreds of them a core, a yield only hands the
        * core to another waiter. */
       if (idle < 8 && !comm->thread_ranks) {
@@ -373,11 +395,20 @@ tutti_result_t tutti__wait_slice(struct tutti_comm *comm, tutti_xfer_t *op, int6
       continue;
     }
     int64_t now = tutti__now_ns();
+    /* What a timeout or a report names: the peer cond waits on, else the queues' peers. */
+    comm->post_wait = cond ? cond->peer + 1 : 0;
     if (now >= deadline) {
       res = timeout_error(comm);
+      comm->post_wait = 0;
       goto out;
     }
     tutti__forensics_poll(comm);
+    comm->post_wait = 0;
+    if (cond) {
+      int64_t left_ms = (deadline - now) / 1000000;
+      cond->sleep(cond, left_ms < 100 ? (int)left_ms + 1 : 100);
+      continue;
+    }
     TRY_GOTO(tutti__transport_check(comm), res, out);
     /* New work for the progress thread ends a slice early, so it can post it. */
     if (now >= return_at || atomic_load_explicit(&comm->work_pending, memory_order_relaxed))
@@ -391,4 +422,14 @@ out:
     tutti__drop_ops(comm);
   }
   return res;
+}
+
+tutti_result_t tutti__wait_slice(struct tutti_comm *comm, tutti_xfer_t *op, int64_t deadline,
+                                 int64_t return_at) {
+  return wait_loop(comm, op, NULL, deadline, return_at);
+}
+
+tutti_result_t tutti__wait_cond(struct tutti_comm *comm, const tutti_cond_t *cond,
+                                int64_t deadline) {
+  return wait_loop(comm, NULL, cond, deadline, INT64_MAX);
 }

@@ -100,6 +100,12 @@ const char *tutti__transport_label(const struct tutti_comm *comm, char *buf, siz
   return buf;
 }
 
+void tutti__comm_fail(struct tutti_comm *comm, tutti_result_t res) {
+  if (comm->failed != TUTTI_SUCCESS) return;
+  comm->failed = res;
+  for (int i = 0; i < comm->ntps; i++) comm->tps[i]->ops->fail(comm->tps[i], comm->last_error);
+}
+
 int tutti__transport_cost_class(const struct tutti_comm *comm) {
   int c = TUTTI_COST_LOCAL;
   for (int i = 0; i < comm->ntps; i++)

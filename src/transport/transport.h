@@ -94,7 +94,7 @@ typedef struct tutti_transport_row {
 /* The registry's rows, in the order auto placement prefers them. */
 const tutti_transport_row_t *tutti__transport_rows(int *count);
 /* Sets every peer's kind (which row serves it) from the hosts and TUTTI_TRANSPORT; an error
- * names the peer no row may serve (TUTTI_TRANSPORT=shm with a peer on another host). */
+ * names the peer no row may serve (a forced transport that cannot reach a peer's host). */
 tutti_result_t tutti__transport_place(struct tutti_comm *comm);
 /* Creates one transport per row some peer needs, in row order, and attaches each. */
 tutti_result_t tutti__transport_connect(struct tutti_comm *comm, int listen_fd);
@@ -102,7 +102,7 @@ tutti_result_t tutti__transport_connect(struct tutti_comm *comm, int listen_fd);
 void tutti__transport_attach(struct tutti_comm *comm, int kind, tutti_transport_t *t);
 /* The live transport made by the row of kind, or NULL. */
 tutti_transport_t *tutti__transport_of(const struct tutti_comm *comm, int kind);
-/* "shm+tcp", "tcp", "self"...: the live transports' names, for logs. */
+/* The live transports' names joined by "+" in row order ("self" if none), for logs. */
 const char *tutti__transport_label(const struct tutti_comm *comm, char *buf, size_t len);
 /* The tuner's cost class for comm: the slowest class among its live transports. */
 int tutti__transport_cost_class(const struct tutti_comm *comm);
@@ -160,6 +160,23 @@ tutti_result_t tutti__wait(struct tutti_comm *comm, tutti_xfer_t *op, int64_t de
  * return_at or as soon as comm->work_pending is set, so a progress thread can take new work. */
 tutti_result_t tutti__wait_slice(struct tutti_comm *comm, tutti_xfer_t *op, int64_t deadline,
                                  int64_t return_at);
+/* Something to wait for outside the queues: a peer's post in a shared mailbox. */
+typedef struct tutti_cond {
+  /* 1 once the awaited thing happened. Called on every turn of the spin: cheap. */
+  int (*met)(const struct tutti_cond *c);
+  /* Detects failures without waiting: a failure published by another rank, a dead peer
+   * (spun: the spin is over, so costlier checks are due), a peer running another call. */
+  tutti_result_t (*check)(const struct tutti_cond *c, int spun);
+  /* Sleeps until met may have changed, a failure, or ms milliseconds. */
+  void (*sleep)(const struct tutti_cond *c, int ms);
+  int peer;  /* the rank it waits on, for a timeout's report and SIGUSR1's */
+  void *ctx; /* the waiter's state */
+} tutti_cond_t;
+/* The wait loop of tutti__wait for cond instead of an operation: spins, then sleeps in
+ * cond's sleep; the same deadline, abort check and timeout report. On failure the
+ * communicator is marked failed and every queue is emptied. */
+tutti_result_t tutti__wait_cond(struct tutti_comm *comm, const tutti_cond_t *cond,
+                                int64_t deadline);
 /* The same as tutti__isend / tutti__irecv with an explicit header tag instead of the
  * collective sequence number (point-to-point messages count per peer pair). */
 tutti_result_t tutti__isend_tag(struct tutti_comm *comm, tutti_xfer_t *op, int peer,
