@@ -176,6 +176,7 @@ void tutti__comm_free(struct tutti_comm *comm) {
   for (int i = 0; i < comm->ntps; i++) comm->tps[i]->ops->destroy(comm->tps[i]);
   if (comm->scratch) munmap(comm->scratch, comm->scratch_bytes);
   free(comm->wants);
+  free(comm->active);
   free(comm->cma_ops);
   free(comm->cma_descs);
   free(comm->cma_tokens);
@@ -198,10 +199,11 @@ tutti_result_t tutti__comm_alloc(int nranks, int rank, const char *op,
   comm->op_name = op;
   comm->peers = calloc((size_t)nranks, sizeof *comm->peers);
   comm->wants = calloc((size_t)nranks, sizeof *comm->wants);
+  comm->active = calloc((size_t)nranks, sizeof *comm->active);
   comm->cma_ops = calloc(2 * (size_t)nranks, sizeof(tutti_xfer_t));
   comm->cma_descs = calloc((size_t)nranks, 2 * sizeof(uint64_t));
   comm->cma_tokens = calloc((size_t)nranks, sizeof *comm->cma_tokens);
-  if (!comm->peers || !comm->wants || !comm->cma_ops || !comm->cma_descs || !comm->cma_tokens) {
+  if (!comm->peers || !comm->wants || !comm->active || !comm->cma_ops || !comm->cma_descs || !comm->cma_tokens) {
     res = tutti__error(comm, TUTTI_ERR_SYSTEM, "out of memory for %d ranks", nranks);
     goto fail;
   }

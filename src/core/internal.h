@@ -162,6 +162,7 @@ typedef struct tutti_peer {
   uint32_t seen_seq, sent_seq;
   struct tutti_xfer *sendq_head, *sendq_tail; /* posted, unfinished sends to this peer */
   struct tutti_xfer *recvq_head, *recvq_tail; /* posted, unfinished receives from it */
+  int active; /* in comm->active: it may have posted operations (progress.c) */
 } tutti_peer_t;
 
 struct tutti_comm {
@@ -185,7 +186,7 @@ struct tutti_comm {
   /* Set while init agrees on the tuning model (tune/agree.c): a peer that already left init
    * and failed its first call must not fail this rank's init, whose data is on its way. */
   int in_agreement;
-  int post_wait; /* 1 + the local peer whose one-shot mailbox this rank waits on, or 0 */
+  int post_wait; /* 1 + the peer the wait loop's condition (a one-shot mailbox) waits on, or 0 */
   uint32_t verify_seq; /* the oldest rooted call some local peer had not published, or 0 */
   int64_t call_start_ns;
   unsigned report_seen; /* SIGUSR1 reports already written (forensics.c) */
@@ -208,6 +209,10 @@ struct tutti_comm {
   char last_error[768];
   size_t error_first_len; /* length of the first failure's sentence in last_error, 0 if none */
   struct tutti_want *wants; /* nranks entries, used by the wait loop */
+  /* The peers that may have posted operations (nranks entries, nactive used): the wait loop
+   * scans these, so a wake-up costs the same at 4,096 ranks as at 2 (progress.c). */
+  int *active;
+  int nactive;
   struct tutti_xfer *cma_ops; /* 2 * nranks transfers for the single-copy algorithms */
   void *cma_descs;     /* nranks buffer descriptors (algo/cma.c) */
   uint64_t *cma_tokens; /* nranks completion tokens */

@@ -223,11 +223,36 @@ static tutti_result_t progress_peer(struct tutti_comm *comm, int peer, int *move
   return progress_recvs(comm, peer, moved_any);
 }
 
+/* Puts peer on the active list, where the wait loop looks for posted operations. */
+static inline void activate(struct tutti_comm *comm, int peer) {
+  tutti_peer_t *p = &comm->peers[peer];
+  if (!p->active) {
+    p->active = 1;
+    comm->active[comm->nactive++] = peer;
+  }
+}
+
 static tutti_result_t progress_all(struct tutti_comm *comm, int *moved_any) {
-  for (int i = 0; i < comm->nranks; i++) {
+  if (comm->p2p) {
+    /* Matched receives (any source among them) may want any peer: look at every one. */
+    for (int i = 0; i < comm->nranks; i++) {
+      tutti_peer_t *p = &comm->peers[i];
+      if (p->sendq_head || p->recvq_head || tutti__p2p_wants(comm, i))
+        TRY(progress_peer(comm, i, moved_any));
+    }
+    return TUTTI_SUCCESS;
+  }
+  for (int k = 0; k < comm->nactive;) {
+    int i = comm->active[k];
     tutti_peer_t *p = &comm->peers[i];
-    if (p->sendq_head || p->recvq_head || tutti__p2p_wants(comm, i))
-      TRY(progress_peer(comm, i, moved_any));
+    if (p->sendq_head || p->recvq_head) TRY(progress_peer(comm, i, moved_any));
+    if (p->sendq_head || p->recvq_head) {
+      k++;
+      continue;
+    }
+    /* Nothing posted any more: off the list (the order of the list does not matter). */
+    p->active = 0;
+    comm->active[k] = comm->active[--comm->nactive];
   }
   return TUTTI_SUCCESS;
 }
@@ -237,6 +262,7 @@ tutti_result_t tutti__isend_tag(struct tutti_comm *comm, tutti_xfer_t *op, int p
   tutti_peer_t *p = &comm->peers[peer];
   tutti__xfer_init(comm, op, TUTTI_OP_SEND, peer, (void *)buf, len, tag);
   enqueue(&p->sendq_head, &p->sendq_tail, op);
+  activate(comm, peer);
   /* Start moving at once: small messages usually finish here, without entering the wait. */
   int moved = 0;
   return progress_sends(comm, peer, &moved);
@@ -247,6 +273,7 @@ tutti_result_t tutti__irecv_tag(struct tutti_comm *comm, tutti_xfer_t *op, int p
   tutti_peer_t *p = &comm->peers[peer];
   tutti__xfer_init(comm, op, TUTTI_OP_RECV, peer, buf, len, tag);
   enqueue(&p->recvq_head, &p->recvq_tail, op);
+  activate(comm, peer);
   return TUTTI_SUCCESS;
 }
 
@@ -265,7 +292,9 @@ void tutti__drop_ops(struct tutti_comm *comm) {
     tutti_peer_t *p = &comm->peers[i];
     p->sendq_head = p->sendq_tail = NULL;
     p->recvq_head = p->recvq_tail = NULL;
+    p->active = 0;
   }
+  comm->nactive = 0;
   tutti__p2p_drop(comm);
 }
 
@@ -295,8 +324,9 @@ static tutti_result_t timeout_error(struct tutti_comm *comm) {
 
 /* Collects, for one transport, which peers this rank waits on. */
 static int collect_wants(struct tutti_comm *comm, tutti_transport_t *tp, tutti_want_t *wants) {
-  int n = 0;
-  for (int i = 0; i < comm->nranks; i++) {
+  int n = 0, all = comm->p2p != NULL, count = all ? comm->nranks : comm->nactive;
+  for (int k = 0; k < count; k++) {
+    int i = all ? k : comm->active[k];
     tutti_peer_t *p = &comm->peers[i];
     if (p->tp != tp) continue;
     int what = (p->sendq_head ? TUTTI_WANT_SEND : 0) |

@@ -70,6 +70,13 @@ void tutti__transport_attach(struct tutti_comm *comm, int kind, tutti_transport_
   if (t->ops->mbox && !comm->calls) comm->calls = t;
 }
 
+/* The capabilities every live transport's row declares. */
+static int rows_caps(const struct tutti_comm *comm) {
+  int caps = ~0;
+  for (int i = 0; i < comm->ntps; i++) caps &= comm->tps[i]->row ? comm->tps[i]->row->caps : 0;
+  return caps;
+}
+
 tutti_result_t tutti__transport_connect(struct tutti_comm *comm, int listen_fd) {
   for (int i = 0; i < NROWS; i++) {
     int needed = 0;
@@ -80,8 +87,12 @@ tutti_result_t tutti__transport_connect(struct tutti_comm *comm, int listen_fd) 
     tutti__transport_attach(comm, rows[i].kind, t);
   }
   /* One-shot mailboxes need one transport with them serving every peer. */
-  if (comm->ntps == 1 && comm->tps[0]->ops->mbox && comm->nlocal == comm->nranks)
+  if (comm->ntps == 1 && comm->tps[0]->ops->mbox && (rows_caps(comm) & TUTTI_CAP_MAILBOX) &&
+      comm->nlocal == comm->nranks)
     comm->mbox = comm->tps[0];
+  /* Single-copy reads need every peer's memory readable: every live transport must say so
+   * (a transport that set comm->cma at its creation says so for its own peers only). */
+  if (!(rows_caps(comm) & TUTTI_CAP_SINGLE_COPY)) comm->cma = 0;
   return TUTTI_SUCCESS;
 }
 
