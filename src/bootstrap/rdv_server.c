@@ -81,6 +81,7 @@ typedef struct rdv_server {
   int max_world; /* largest world size any hello claimed */
   int complete;  /* every rank joined and has been answered (or is being) */
   int expired;   /* the deadline passed */
+  size_t bytes_sent; /* everything written to every connection: logged at the end (INFO) */
   uint64_t job_id;
   uint8_t *joined; /* per rank */
   tutti_rdv_entry_t *table;
@@ -184,6 +185,7 @@ static void write_answer(rdv_server_t *s, rdv_conn_t *c) {
       return;
     }
     c->sent += (size_t)k;
+    s->bytes_sent += (size_t)k;
   }
   conn_close(c);
 }
@@ -339,6 +341,8 @@ static void accept_new(rdv_server_t *s) {
     /* A fresh socket's send buffer is empty: the 40 bytes go at once or the peer is gone. */
     if (send(fd, &ch, sizeof ch, MSG_NOSIGNAL) != (ssize_t)sizeof ch)
       reject(c, "it did not take the challenge");
+    else
+      s->bytes_sent += sizeof ch;
   }
 }
 
@@ -467,6 +471,12 @@ static void *serve(void *arg) {
       progress(s, waiting ? "SIGUSR1" : "SIGUSR1, answering");
   }
   for (int i = 0; i < s->nconn; i++) conn_close(&s->conn[i]);
+  /* The fan-out's cost, which boot_check_fanout checks grows linearly in the ranks. */
+  char digest[20];
+  for (int i = 0; i < 8; i++) snprintf(digest + 2 * i, 3, "%02x", s->table_digest[i]);
+  INFO("boot", -1, "rendezvous at %s: done after %.3f s: %zu bytes sent in all, for %d ranks "
+       "(table digest %s)", s->addr, elapsed_s(s), s->bytes_sent, s->nranks,
+       s->complete ? digest : "none");
   close(s->lfd);
   tutti__auth_cleanse(s->secret, sizeof s->secret);
   free(s->conn);

@@ -10,6 +10,10 @@
 #   missing    ranks 0-2 of 4 with TUTTI_INIT_TIMEOUT=3: every rank fails with "timed out"
 #              within 20 s, its error names rank 3 as missing, and rank 0 logged who was
 #              missing while it waited (the progress line).
+#   fanout     jobs of 4 and 16 ranks (TUTTI_DEBUG=info): the bytes the rendezvous sent in all
+#              grow linearly in the ranks (per rank at 16 within 3 table entries of per rank at
+#              4; sending every rank the whole table adds 12 entries per rank), and every rank
+#              logs the same table digest as the rendezvous, for all the ranks.
 #   sigusr1    ranks 0-2 of 4 start; kill -USR1 ranks 0 and 1 during the rendezvous: they stay
 #              alive (it used to kill them: exit 138) and log a report that they are in the
 #              rendezvous; rank 0's server logs who is missing. Then rank 3 comes and all pass.
@@ -36,8 +40,8 @@ SECRET=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
 # Ranks run the program directly (no `timeout` wrapper), so signals reach it; the EXIT trap
 # kills whatever is left, and every wait below is bounded.
 start_rank() {
-  TUTTI_RANK=$1 TUTTI_WORLD_SIZE=4 TUTTI_ADDR=127.0.0.1:$PORT TUTTI_SECRET=$SECRET \
-    TUTTI_DEBUG=warn "$PROG" >"$TMP/rank.$1" 2>&1 &
+  TUTTI_RANK=$1 TUTTI_WORLD_SIZE=${NRANKS:-4} TUTTI_ADDR=127.0.0.1:$PORT TUTTI_SECRET=$SECRET \
+    TUTTI_DEBUG=${DEBUG:-warn} "$PROG" >"$TMP/rank.$1" 2>&1 &
   PIDS[$1]=$!
 }
 # Waits at most $2 seconds for pid $1 to exit; its status, or 255 if it had to be killed.
@@ -111,6 +115,34 @@ missing)
   grep -q "rendezvous at .*: 3 of 4 ranks joined after .* waiting for rank 3" "$TMP/rank.0" ||
     fail "rank 0 did not log who is missing while it waited"
   show 0 1 2
+  ;;
+fanout)
+  export TUTTI_TIMEOUT=60 DEBUG=info TUTTI_DEBUG_SUBSYS=boot
+  ENTRY=116 # bytes of one rank's table entry (tutti_rdv_entry_t)
+  for NRANKS in 4 16; do
+    PORT=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    for r in $(seq 0 $((NRANKS - 1))); do start_rank "$r"; done
+    for r in $(seq 0 $((NRANKS - 1))); do
+      wait_bounded "${PIDS[$r]}" 90
+      rc=$?
+      [ "$rc" -eq 0 ] && grep -q PASS "$TMP/rank.$r" || { fail "n=$NRANKS: rank $r exited with status $rc"; show "$r"; }
+    done
+    line=$(grep -h "rendezvous at .*: done after" "$TMP/rank.0")
+    bytes=$(sed -n 's/.* \([0-9][0-9]*\) bytes sent in all, for \([0-9]*\) ranks.*/\1/p' <<<"$line")
+    digest=$(sed -n 's/.*(table digest \([0-9a-f]*\)).*/\1/p' <<<"$line")
+    [ -n "$bytes" ] && [ -n "$digest" ] || fail "n=$NRANKS: rank 0 did not log what its rendezvous sent: '$line'"
+    eval "BYTES_$NRANKS=${bytes:-0}"
+    echo "boot_check fanout: n=$NRANKS: the rendezvous sent ${bytes:-?} bytes ($(( ${bytes:-0} / NRANKS )) per rank), table digest ${digest:-?}"
+    # Every rank holds the table the rendezvous built: same digest, all NRANKS entries.
+    for r in $(seq 0 $((NRANKS - 1))); do
+      grep -q "rank $r has the address table of $NRANKS ranks (digest ${digest:-none})" "$TMP/rank.$r" ||
+        fail "n=$NRANKS: rank $r did not log the rendezvous's table (digest ${digest:-?}): $(grep 'address table' "$TMP/rank.$r")"
+    done
+    for r in $(seq 0 $((NRANKS - 1))); do rm -f "$TMP/rank.$r"; done
+  done
+  per4=$((BYTES_4 / 4)) per16=$((BYTES_16 / 16))
+  [ $((per16 - per4)) -le $((3 * ENTRY)) ] ||
+    fail "the rendezvous sent $per16 bytes per rank at n=16 and $per4 at n=4: it grows with n per rank (n^2 in all), by $(( (per16 - per4) / ENTRY )) table entries"
   ;;
 sigusr1)
   export TUTTI_INIT_TIMEOUT=60 TUTTI_TIMEOUT=60
