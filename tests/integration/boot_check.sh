@@ -14,6 +14,13 @@
 #              grow linearly in the ranks (per rank at 16 within 3 table entries of per rank at
 #              4; sending every rank the whole table adds 12 entries per rank), and every rank
 #              logs the same table digest as the rendezvous, for all the ranks.
+#   tree_stall 8 ranks; rank 1 (parent of 3 and 4, grandparent of 7 in the distribution tree)
+#              is stopped (SIGSTOP) once it has joined, then rank 7 comes, with
+#              TUTTI_INIT_TIMEOUT=6: ranks 3, 4 and 7 (below it) and 0 (its parent) fail within
+#              30 s, each error naming rank 1 by its pid.
+#   tree_death the same, but rank 1 is killed (SIGKILL) 1 s after rank 7 came, with
+#              TUTTI_INIT_TIMEOUT=60: the same ranks fail naming rank 1 within 15 s of the kill
+#              (the connection breaks; no deadline is waited for).
 #   sigusr1    ranks 0-2 of 4 start; kill -USR1 ranks 0 and 1 during the rendezvous: they stay
 #              alive (it used to kill them: exit 138) and log a report that they are in the
 #              rendezvous; rank 0's server logs who is missing. Then rank 3 comes and all pass.
@@ -143,6 +150,44 @@ fanout)
   per4=$((BYTES_4 / 4)) per16=$((BYTES_16 / 16))
   [ $((per16 - per4)) -le $((3 * ENTRY)) ] ||
     fail "the rendezvous sent $per16 bytes per rank at n=16 and $per4 at n=4: it grows with n per rank (n^2 in all), by $(( (per16 - per4) / ENTRY )) table entries"
+  ;;
+tree_stall | tree_death)
+  NRANKS=8
+  if [ "$CASE" = tree_stall ]; then export TUTTI_INIT_TIMEOUT=6 TUTTI_TIMEOUT=30
+  else export TUTTI_INIT_TIMEOUT=60 TUTTI_TIMEOUT=60; fi
+  for r in 0 1 2 3 4 5 6; do start_rank $r; done
+  # Until rank 0's rendezvous says 7 have joined (asked by SIGUSR1; its handler is installed
+  # before the rendezvous starts, which is before any rank can join).
+  joined=0
+  for _ in $(seq 1 100); do
+    sleep 0.3
+    kill -USR1 "${PIDS[0]}" 2>/dev/null
+    sleep 0.1
+    grep -q "7 of 8 ranks joined" "$TMP/rank.0" && { joined=1; break; }
+  done
+  [ "$joined" -eq 1 ] || fail "ranks 0-6 did not all join within 40 s"
+  pid1=${PIDS[1]}
+  kill -STOP "$pid1"
+  start_rank 7
+  t0=$(now)
+  if [ "$CASE" = tree_death ]; then
+    sleep 1
+    kill -9 "$pid1"
+    t0=$(now)
+  fi
+  for r in 0 3 4 7; do
+    wait_bounded "${PIDS[$r]}" 40
+    rc=$?
+    [ "$rc" -eq 2 ] || fail "rank $r exited with status $rc (want 2, its init failing)"
+    grep "tutti_comm_init_env" "$TMP/rank.$r" | grep -q "rank 1 (pid $pid1 " ||
+      fail "rank $r's error does not name rank 1 (pid $pid1)"
+  done
+  secs=$(awk "BEGIN{printf \"%.2f\", $(now) - $t0}")
+  limit=30
+  [ "$CASE" = tree_death ] && limit=15
+  echo "boot_check $CASE: ranks 0, 3, 4 and 7 failed naming rank 1 after $secs s"
+  awk "BEGIN{exit !($secs < $limit)}" || fail "they took $secs s to fail (want < $limit s)"
+  show 0 3 7
   ;;
 sigusr1)
   export TUTTI_INIT_TIMEOUT=60 TUTTI_TIMEOUT=60
