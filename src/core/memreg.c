@@ -169,6 +169,9 @@ static struct peer_map *map_peer_region(struct tutti_comm *comm, struct tutti_me
     else
       m->local = p;
   }
+  if (m->local)
+    TRACE("coll", comm->rank, "mapped rank %d's registered region of %llu bytes", peer,
+          (unsigned long long)b->reg_len);
   if (fd >= 0) close(fd);
   if (why) {
     char who[128];
