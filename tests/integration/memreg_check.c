@@ -106,7 +106,8 @@ static void run_case(size_t n, int layout, int c) {
     check_call(tutti_broadcast(s, r, n, TUTTI_UINT32, root, comm), "broadcast");
     for (size_t i = 0; i < n; i++) expect(r, i, val(root, i, c + 3 + root), "broadcast", n, layout);
     check_call(tutti_broadcast(s, s, n, TUTTI_UINT32, root, comm), "broadcast in place");
-    for (size_t i = 0; i < n; i++) expect(s, i, val(root, i, c + 3 + root), "bcast in place", n, layout);
+    for (size_t i = 0; i < n; i++)
+      expect(s, i, val(root, i, c + 3 + root), "bcast in place", n, layout);
   }
   /* reduce, alltoall, gather, scatter: ordinary memory to their algorithms */
   for (size_t i = 0; i < big; i++) s[i] = val(rank, i, c + 9);
@@ -137,7 +138,8 @@ int main(void) {
   static const size_t counts[] = {1, 7, 1023, 70001};
   int c = 0;
   for (int layout = 0; layout < 3; layout++)
-    for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++) run_case(counts[k], layout, c += 16);
+    for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++)
+      run_case(counts[k], layout, c += 16);
   /* Refusals: they leave the communicator usable. */
   void *p = NULL;
   int dummy;
