@@ -227,6 +227,7 @@ struct tutti_comm {
   struct tutti_topo *topo; /* hosts and local ranks (core/topo.c), built at init */
   void *scratch;       /* reused working memory of the algorithms */
   size_t scratch_bytes;
+  struct tutti_memreg *_Atomic memreg; /* registered buffers (memreg.c), made on first use */
 };
 
 /* Records an error of comm as a sentence "OP (rank R of N): REASON" and returns res. The
