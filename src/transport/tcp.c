@@ -7,6 +7,7 @@
  * (tcp_stream.c). Why a connection closed, and whom to blame, is tcp_blame.c's.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,10 @@ static tutti_result_t tcp_send(tutti_transport_t *tp, int peer, const struct iov
   tcp_transport_t *t = (tcp_transport_t *)tp;
   tcp_peer_t *p = &t->peer[peer];
   *moved = 0;
+  if (p->conn != TCP_UP) { /* the first use of the pair connects it */
+    TRY(tcp__ensure(t, peer));
+    if (p->conn != TCP_UP) return TUTTI_SUCCESS;
+  }
   /* A probe partly sent goes first: it sits between frames of the stream. */
   int ctl = p->tx_ctl_len ? tcp__ctl_flush(t, p) : 1;
   ssize_t n = ctl > 0 ? tcp__stream_send(t, p, iov, iovcnt) : ctl;
@@ -35,7 +40,13 @@ static tutti_result_t tcp_send(tutti_transport_t *tp, int peer, const struct iov
 
 static tutti_result_t tcp_recv(tutti_transport_t *tp, int peer, void *buf, size_t len,
                                size_t *moved) {
-  return tcp__frame_recv((tcp_transport_t *)tp, peer, buf, len, moved);
+  tcp_transport_t *t = (tcp_transport_t *)tp;
+  if (t->peer[peer].conn != TCP_UP) {
+    *moved = 0;
+    TRY(tcp__ensure(t, peer));
+    if (t->peer[peer].conn != TCP_UP) return TUTTI_SUCCESS;
+  }
+  return tcp__frame_recv(t, peer, buf, len, moved);
 }
 
 /* Adds one poll entry for peer's socket fd. */
@@ -53,6 +64,10 @@ static tutti_result_t tcp_block(tutti_transport_t *tp, const tutti_want_t *wants
   int n = 0;
   for (int i = 0; i < nwants; i++) {
     tcp_peer_t *p = &t->peer[wants[i].peer];
+    if (p->conn != TCP_UP) { /* polled below, with the connections being made */
+      TRY(tcp__ensure(t, wants[i].peer));
+      if (p->conn != TCP_UP) continue;
+    }
     int rx = tcp__rx_fd(t, p), tx = tcp__tx_fd(t, p);
     int want_rx = wants[i].what & TUTTI_WANT_RECV, want_tx = wants[i].what & TUTTI_WANT_SEND;
     /* A header staged while reading probes is data this rank can take now. */
@@ -68,6 +83,9 @@ static tutti_result_t tcp_block(tutti_transport_t *tp, const tutti_want_t *wants
   }
   int waited = n;
   n = tcp__probe_prepare(t, wants, nwants, n);
+  int probed = n;
+  n = tcp__conn_pollfds(t, n);
+  int conns = n;
   n = add_pfd(t, n, t->wake_fd, POLLIN, -1);
   int rc = poll(t->pfd, (nfds_t)n, timeout_ms);
   if (rc < 0 && errno != EINTR)
@@ -79,7 +97,10 @@ static tutti_result_t tcp_block(tutti_transport_t *tp, const tutti_want_t *wants
     if (read(t->wake_fd, &v, sizeof v) < 0) { /* drained; nothing else to do */
     }
   }
-  if (rc > 0) TRY(tcp__probe_read(t, waited, n - 1));
+  if (rc > 0) TRY(tcp__probe_read(t, waited, probed));
+  int busy = t->npend > 0;
+  for (int i = probed; rc > 0 && !busy && i < conns; i++) busy = t->pfd[i].revents != 0;
+  if (busy) TRY(tcp__conn_progress(t));
   /* Errors and hang-ups surface from the next send or recv, which names the peer. */
   return TUTTI_SUCCESS;
 }
@@ -112,10 +133,11 @@ static void tcp_fail(tutti_transport_t *tp, const char *reason) {
   unsigned char mark =
       (unsigned char)(kind | (blamed >= 0 && blamed < MARK_RANKS ? (unsigned)blamed + 1 : 0));
   if (comm->failed == TUTTI_ERR_INVALID_USAGE) mark = MARK_FAILED | MARK_USAGE;
+  tcp__conn_close(t); /* pairs not up yet: their peers learn from the others */
   for (int i = 0; i < comm->nranks; i++) {
     tcp_peer_t *p = &t->peer[i];
     if (p->fd[0] < 0) continue;
-    if (comm->failed != TUTTI_SUCCESS && (!p->tx_ctl_len || tcp__ctl_flush(t, p) > 0) &&
+    if (comm->failed != TUTTI_SUCCESS && p->conn == TCP_UP && (!p->tx_ctl_len || tcp__ctl_flush(t, p) > 0) &&
         tcp__tx_between_frames(t, i)) {
       tutti_msg_hdr_t h = {.magic = TUTTI_ABORT_MAGIC, .seq = (uint32_t)comm->failed};
       h.fp.root = comm->rank;
@@ -136,6 +158,7 @@ static void tcp_destroy(tutti_transport_t *tp) {
   /* A clean goodbye, so a peer still running does not take this close for a death. After a
    * failure the sockets are shut down and the send fails, harmlessly. */
   unsigned char bye = MARK_LEFT;
+  if (t->peer) tcp__conn_close(t);
   for (int i = 0; t->peer && i < t->base.comm->nranks; i++) {
     tcp_peer_t *p = &t->peer[i];
     if (p->fd[0] >= 0 && t->base.comm->failed == TUTTI_SUCCESS &&
@@ -171,18 +194,23 @@ tutti_result_t tutti__tcp_create(struct tutti_comm *comm, int listen_fd, tutti_t
   t->nsocks = comm->cfg.nsocks >= 1 && comm->cfg.nsocks <= TCP_MAX_SOCKS ? comm->cfg.nsocks : 1;
   t->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   t->peer = calloc((size_t)comm->nranks, sizeof *t->peer);
-  t->pfd = malloc((3 * (size_t)comm->nranks + 1) * sizeof *t->pfd);
-  t->pfd_peer = malloc((3 * (size_t)comm->nranks + 1) * sizeof *t->pfd_peer);
+  t->listen_fd = listen_fd;
+  t->pfd = malloc(TCP_PFD(comm->nranks) * sizeof *t->pfd);
+  t->pfd_peer = malloc(TCP_PFD(comm->nranks) * sizeof *t->pfd_peer);
   if (!t->peer || !t->pfd || !t->pfd_peer || t->wake_fd < 0) {
     res = tutti__error(comm, TUTTI_ERR_SYSTEM, "cannot create tcp transport state");
     goto out;
   }
   for (int r = 0; r < comm->nranks; r++) {
     for (int s = 0; s < TCP_MAX_SOCKS; s++) t->peer[r].fd[s] = -1;
+    t->peer[r].out_fd = -1;
     if (comm->peers[r].kind == TUTTI_TRANSPORT_TCP) comm->peers[r].tp = &t->base;
   }
   tcp__raise_fd_limit(comm);
-  res = tcp__connect_mesh(t, listen_fd, tutti__deadline_after(comm->cfg.timeout_s));
+  /* Connections are made on first use (tcp_conn.c), accepted from block()'s poll. */
+  int fl = listen_fd >= 0 ? fcntl(listen_fd, F_GETFL) : -1;
+  if (fl < 0 || fcntl(listen_fd, F_SETFL, fl | O_NONBLOCK) != 0)
+    res = tutti__error(comm, TUTTI_ERR_SYSTEM, "cannot make the data listener non-blocking");
 out:
   if (res != TUTTI_SUCCESS) {
     tcp_destroy(&t->base);

@@ -28,8 +28,24 @@
  * field named (tcp_stream.c). Consumed by the frame parser; progress.c never sees one. */
 #define TCP_PROBE_MAGIC 0x54545450u /* "PTTT" */
 
+/* A pair's connection state (tcp_conn.c). */
+enum {
+  TCP_DOWN = 0, /* no socket yet: the first use starts one */
+  TCP_OUT,      /* this rank is connecting (out_fd, socket out_sock of the pair) */
+  TCP_WAIT_IN,  /* this rank's attempt lost the tie-break: the peer's connection is coming */
+  TCP_IN,       /* the peer's sockets are arriving: some are up */
+  TCP_UP        /* every socket of the pair is up */
+};
+
 typedef struct tcp_peer {
   int fd[TCP_MAX_SOCKS]; /* the pair's sockets; fd[0] carries the urgent byte; -1: none */
+  int conn;              /* TCP_DOWN... */
+  /* This rank's connection attempt: its socket, which of the pair's sockets it becomes, the
+   * handshake step, the bytes of the answer read so far, and the nonces. */
+  int out_fd, out_sock, out_step;
+  size_t out_pos;
+  unsigned char out_buf[64];
+  unsigned char out_na[32], out_nc[32];
   unsigned char mark;    /* the urgent byte the peer sent, once seen; 0 before */
   /* Receive side: the frame parser. A frame is a header and hdr.len body bytes. */
   uint64_t rx_off;       /* stream bytes received so far (picks the socket) */
@@ -46,18 +62,37 @@ typedef struct tcp_peer {
   size_t tx_ctl_pos, tx_ctl_len;
 } tcp_peer_t;
 
+/* A connection accepted on the data listener whose handshake is under way. */
+typedef struct tcp_pending {
+  int fd;
+  int step;          /* 0: waiting for the knock, 1: challenged, waiting for the hello */
+  size_t pos;        /* bytes of the current message read */
+  unsigned char buf[128];
+  unsigned char na[32];
+  int64_t deadline;  /* a silent or slow stranger is dropped then */
+} tcp_pending_t;
+#define TCP_MAX_PENDING 64
+
 typedef struct tcp_transport {
   tutti_transport_t base;
+  int listen_fd;    /* the data listener (comm->listen_fd, not owned) */
+  tcp_pending_t pend[TCP_MAX_PENDING];
+  int npend;
+  int nconnecting;  /* pairs not up that this rank has started or waits on */
   tcp_peer_t *peer; /* per global rank; fd[0] == -1 for peers on other transports */
   int nsocks;       /* sockets per pair (TUTTI_NSOCKS) */
   int wake_fd;      /* eventfd that tutti_comm_abort writes */
-  struct pollfd *pfd; /* 3 * nranks + 1 entries */
+  struct pollfd *pfd; /* TCP_PFD(nranks) entries */
   int *pfd_peer;    /* the peer of each pfd entry */
   /* Probes of the current call: which call, when the next round goes, and the gap after it. */
   uint32_t probe_seq;
   int64_t probe_at, probe_gap;
   int ctl_pending;  /* peers with a control frame partly sent */
 } tcp_transport_t;
+
+/* Poll entries block() may need: two per peer waited on, one per peer probed, one per
+ * connection attempt, the listener, the pending connections and the eventfd. */
+#define TCP_PFD(n) (4 * (size_t)(n) + TCP_MAX_PENDING + 2)
 
 /* ---- tcp_stream.c ---- */
 
@@ -107,9 +142,17 @@ tutti_result_t tcp__peer_error(tcp_transport_t *t, int peer, const char *what, i
 
 /* ---- tcp_conn.c ---- */
 
-/* Connects this rank's TCP peers (nsocks sockets each, every one authenticated): to the lower
- * ranks' listeners, and accepts the higher ones on listen_fd, before the deadline. */
-tutti_result_t tcp__connect_mesh(tcp_transport_t *t, int listen_fd, int64_t deadline);
+/* Makes peer's connection if it is not up: starts this rank's attempt, or moves the
+ * handshakes under way on as far as they go without blocking. TUTTI_SUCCESS with the pair
+ * possibly still not up; an error when the peer cannot be reached (refused: it died). */
+tutti_result_t tcp__ensure(tcp_transport_t *t, int peer);
+/* Adds, from index at, the listener, the pending connections and this rank's attempts to
+ * pfd; returns the new count. */
+int tcp__conn_pollfds(tcp_transport_t *t, int at);
+/* After poll: accepts what waits on the listener and moves every handshake on. */
+tutti_result_t tcp__conn_progress(tcp_transport_t *t);
+/* Closes the connections still being made (at failure and destroy). */
+void tcp__conn_close(tcp_transport_t *t);
 /* Raises the soft limit on open files to the hard one (a socket per peer and stream). */
 void tcp__raise_fd_limit(struct tutti_comm *comm);
 

@@ -242,7 +242,7 @@ int tcp__probe_prepare(tcp_transport_t *t, const tutti_want_t *wants, int nwants
   /* Peers this rank does not read now may hold a probe at the head of their stream. */
   for (int r = 0; r < comm->nranks; r++) {
     tcp_peer_t *p = &t->peer[r];
-    if (r == comm->rank || p->fd[0] < 0 || p->rx_quiet || p->rx_left || p->rx_hout ||
+    if (r == comm->rank || p->conn != TCP_UP || p->rx_quiet || p->rx_left || p->rx_hout ||
         p->rx_hpos == TCP_HDR_BYTES)
       continue;
     int waited = 0;
