@@ -1,6 +1,6 @@
 /*
  * TCP transport: TUTTI_NSOCKS (default 1) non-blocking, TCP_NODELAY sockets per peer pair,
- * made at init (tcp_conn.c) and used as one ordered byte stream (tcp_stream.c). Large
+ * made on first use (tcp_conn.c) and used as one ordered byte stream (tcp_stream.c). Large
  * messages stream as the kernel accepts them; waiting is one poll() over the sockets this
  * rank waits on plus an eventfd for tutti_comm_abort. A call that waits long probes the peers
  * it waits on, so ranks that disagree on a rooted call fail instead of stalling

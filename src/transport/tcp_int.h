@@ -1,7 +1,7 @@
 /*
  * The TCP transport's private state, shared by its files:
  *   tcp.c         the transport's operations (send, recv, block, fail, destroy), the constructor
- *   tcp_conn.c    the authenticated handshake and the mesh of connections
+ *   tcp_conn.c    connections made on first use and their authenticated handshake
  *   tcp_stream.c  the byte stream of a peer pair over one or more sockets (TUTTI_NSOCKS), the
  *                 receive-side frame parser, and call probes (issue 11 item 6)
  *   tcp_blame.c   why a connection closed and which rank to blame for it
