@@ -135,6 +135,7 @@ static tutti_result_t probe_heard(tcp_transport_t *t, int peer, const tutti_msg_
   tutti__peer_desc(comm, peer, who, sizeof who);
   if (tutti__hdr_check(&want, &got, sizeof got, who, msg, sizeof msg) == TUTTI_SUCCESS)
     return TUTTI_SUCCESS;
+  TRACE("net", comm->rank, "a probe of %s shows another call", who);
   return tutti__error(comm, TUTTI_ERR_INVALID_USAGE, "%s", msg);
 }
 
@@ -212,12 +213,13 @@ short_read:
 static void probe_send(tcp_transport_t *t, int peer) {
   struct tutti_comm *comm = t->base.comm;
   tcp_peer_t *p = &t->peer[peer];
-  if (!tcp__tx_between_frames(t, peer)) return;
+  if (p->conn != TCP_UP || !tcp__tx_between_frames(t, peer)) return;
   p->tx_ctl = (tutti_msg_hdr_t){TCP_PROBE_MAGIC, comm->call_seq, 0, comm->fp};
   p->tx_ctl_pos = 0;
   p->tx_ctl_len = TCP_HDR_BYTES;
   t->ctl_pending++;
   (void)tcp__ctl_flush(t, p); /* the rest, if any, goes before the next data */
+  TRACE("net", comm->rank, "call #%u waits: probed rank %d", comm->call_seq, peer);
 }
 
 int tcp__probe_prepare(tcp_transport_t *t, const tutti_want_t *wants, int nwants, int at) {
