@@ -129,19 +129,31 @@ static void tcp_fail(tutti_transport_t *tp, const char *reason) {
   int blamed = comm->failed != TUTTI_SUCCESS ? comm->culprit - 1 : -1;
   for (int i = 0; kind == MARK_TIMEOUT && blamed < 0 && i < comm->nranks; i++)
     if (comm->peers[i].recvq_head) blamed = i;
-  if (blamed >= 0 && comm->failed != TUTTI_SUCCESS && !comm->culprit) comm->culprit = blamed + 1;
   unsigned char mark =
       (unsigned char)(kind | (blamed >= 0 && blamed < MARK_RANKS ? (unsigned)blamed + 1 : 0));
   if (comm->failed == TUTTI_ERR_INVALID_USAGE) mark = MARK_FAILED | MARK_USAGE;
+  if (comm->failed == TUTTI_SUCCESS) {
+    /* Another thread: the owner makes connections as it goes, so only the sockets already up
+     * are read (atomically) and shut down; the owner unwinds the rest when it sees the flag. */
+    for (int i = 0; i < comm->nranks; i++)
+      for (int s = 0; s < t->nsocks; s++) {
+        int fd = __atomic_load_n(&t->peer[i].fd[s], __ATOMIC_ACQUIRE);
+        if (fd < 0) continue;
+        if (s == 0 && send(fd, &mark, 1, MSG_OOB | MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+        }
+        shutdown(fd, SHUT_RDWR);
+      }
+    return;
+  }
   tcp__conn_close(t); /* pairs not up yet: their peers learn from the others */
   for (int i = 0; i < comm->nranks; i++) {
     tcp_peer_t *p = &t->peer[i];
     if (p->fd[0] < 0) continue;
-    if (comm->failed != TUTTI_SUCCESS && p->conn == TCP_UP && (!p->tx_ctl_len || tcp__ctl_flush(t, p) > 0) &&
+    if (p->conn == TCP_UP && (!p->tx_ctl_len || tcp__ctl_flush(t, p) > 0) &&
         tcp__tx_between_frames(t, i)) {
       tutti_msg_hdr_t h = {.magic = TUTTI_ABORT_MAGIC, .seq = (uint32_t)comm->failed};
       h.fp.root = comm->rank;
-      h.fp.count = (uint64_t)comm->culprit;
+      h.fp.count = (uint64_t)(blamed + 1); /* any rank, unlike the urgent byte's six bits */
       struct iovec v = {&h, sizeof h};
       (void)tcp__stream_send(t, p, &v, 1); /* best effort */
     }

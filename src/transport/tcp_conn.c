@@ -135,7 +135,7 @@ static int send_msg(int fd, const void *buf, size_t len) {
 static void socket_up(tcp_transport_t *t, int peer, int s, int fd) {
   tcp_peer_t *p = &t->peer[peer];
   tutti__sock_nodelay_nonblock(fd);
-  p->fd[s] = fd;
+  __atomic_store_n(&p->fd[s], fd, __ATOMIC_RELEASE); /* tcp_fail may read it from another thread */
   int n = 0;
   while (n < t->nsocks && p->fd[n] >= 0) n++;
   if (n == t->nsocks) {
