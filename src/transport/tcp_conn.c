@@ -322,7 +322,9 @@ static int drive_pending(tcp_transport_t *t, int i, int64_t now) {
   if (q->step == 0) {
     int rc = read_msg(q->fd, q->buf, sizeof(tcp_knock_t), &q->pos);
     if (rc < 0) {
-      drop_pending(t, i, NULL, 0); /* closed without a word: a probe of liveness */
+      /* A stranger that waited for a challenge first, or a probe of liveness: logged, as
+       * every refusal is. */
+      drop_pending(t, i, "it closed the connection without knocking (not a tutti rank)", 1);
       return 1;
     }
     if (rc == 1) {
