@@ -1,9 +1,11 @@
 /*
  * Shared-memory transport between the ranks of one host. One segment per host holds, for
- * every ordered pair of local ranks, a single-producer single-consumer byte ring, and for
+ * every ordered pair of local ranks, a single-producer single-consumer byte ring whose bytes
+ * the producer takes from its own pool on its first message to that peer (shm_seg.h), and for
  * every local rank a doorbell word it sleeps on with a futex. The lowest rank of the host
- * creates the segment; it is unlinked as soon as every local rank has mapped it, so a crash
- * leaves nothing in /dev/shm.
+ * creates the segment and reserves all of it (posix_fallocate) before anyone touches it, so a
+ * full /dev/shm is an error at init on every local rank, never a bus error later. It is
+ * unlinked as soon as every local rank has mapped it, so a crash leaves nothing in /dev/shm.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -16,6 +18,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -55,28 +58,93 @@ tutti_result_t tutti__shm_check_failed(shm_transport_t *s) {
                       why[0] ? why : "no reason given");
 }
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
+#endif
+
+/* Maps in now, best effort, pages this rank will touch, so that the page faults do not land
+ * in timed, steady-state calls (a ring of small messages takes thousands of calls to wrap).
+ * The pages exist already (the creator reserved them); older kernels refuse the advice. */
+static void prefault(char *p, size_t len) {
+  uintptr_t start = (uintptr_t)p & ~(uintptr_t)(PAGE - 1);
+  madvise((void *)start, (uintptr_t)p + len - start, MADV_POPULATE_WRITE);
+}
+
+/* Carves the queue to local rank `to` out of this rank's pool, on the first message to it.
+ * The first queues get TUTTI_SHM_QUEUE_SIZE; once the pool runs low later ones get a smaller
+ * power of two, never less than SHM_MIN_QUEUE, because the pool always keeps that much for
+ * every local rank still without one. So a valid program never runs out of queues; one that
+ * talks to every peer gets smaller queues past the first few (slower for large messages, and
+ * the bytes stream through in pieces all the same). */
+static void queue_open(shm_transport_t *s, int to) {
+  size_t left = s->pool_bytes - s->pool_used;
+  size_t keep = (size_t)(s->unopened - 1) * SHM_MIN_QUEUE;
+  size_t bytes = s->qbytes;
+  while (bytes > SHM_MIN_QUEUE && bytes > left - keep) bytes /= 2;
+  size_t off = pools_offset(s->nlocal) + (size_t)s->me * s->pool_bytes + s->pool_used;
+  s->pool_used += bytes;
+  s->unopened--;
+  prefault(s->seg + off, bytes);
+  s->tx[to] = (shm_queue_t){s->seg + off, bytes};
+  atomic_store_explicit(&s->rings[pair(s, s->me, to)].where,
+                        off | (uint64_t)__builtin_ctzll(bytes), memory_order_release);
+}
+
+/* Finds the queue local rank `from` opened to this rank: 1 if found, 0 if not opened yet, -1
+ * if what it published is not a queue of its pool (corruption). */
+static int queue_find(shm_transport_t *s, int from) {
+  uint64_t w = atomic_load_explicit(&s->rings[pair(s, from, s->me)].where,
+                                    memory_order_acquire);
+  if (!w) return 0;
+  size_t off = (size_t)(w & ~(uint64_t)(PAGE - 1)), lg = (size_t)(w & (PAGE - 1));
+  size_t pool = pools_offset(s->nlocal) + (size_t)from * s->pool_bytes;
+  if (lg >= 48) return -1;
+  size_t bytes = (size_t)1 << lg;
+  if (bytes < SHM_MIN_QUEUE || bytes > s->qbytes || off < pool ||
+      off + bytes > pool + s->pool_bytes)
+    return -1;
+  prefault(s->seg + off, bytes);
+  s->rx[from] = (shm_queue_t){s->seg + off, bytes};
+  return 1;
+}
+
+int tutti__shm_peek(shm_transport_t *s, int li, void *buf, size_t len) {
+  shm_ring_t *r = &s->rings[pair(s, li, s->me)];
+  uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+  uint64_t head = atomic_load_explicit(&r->head, memory_order_acquire);
+  if (head - tail < len || (!s->rx[li].data && queue_find(s, li) <= 0)) return 0;
+  const shm_queue_t *q = &s->rx[li];
+  if (head - tail > q->bytes) return 0;
+  size_t pos = (size_t)tail & (q->bytes - 1), first = q->bytes - pos;
+  if (first > len) first = len;
+  memcpy(buf, q->data + pos, first);
+  memcpy((char *)buf + first, q->data, len - first);
+  return 1;
+}
+
 static tutti_result_t shm_send(tutti_transport_t *t, int peer, const struct iovec *iov,
                                int iovcnt, size_t *moved) {
   shm_transport_t *s = (shm_transport_t *)t;
   int to = t->comm->peers[peer].local_index;
-  size_t q = pair(s, s->me, to);
-  shm_ring_t *r = &s->rings[q];
-  char *data = s->data + q * s->qbytes;
+  shm_ring_t *r = &s->rings[pair(s, s->me, to)];
+  if (!s->tx[to].data) queue_open(s, to);
+  char *data = s->tx[to].data;
+  size_t qbytes = s->tx[to].bytes;
   uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
   uint64_t tail = atomic_load_explicit(&r->tail, memory_order_acquire);
   /* The peer writes tail: one ahead of head (only corruption does that) would make room
    * exceed the ring and the copies below run past it. */
-  if (head - tail > s->qbytes) {
+  if (head - tail > qbytes) {
     char who[128];
     return tutti__error(t->comm, TUTTI_ERR_INTERNAL, "shared queue to %s is corrupt",
                         tutti__peer_desc(t->comm, peer, who, sizeof who));
   }
-  size_t room = s->qbytes - (size_t)(head - tail), total = 0;
+  size_t room = qbytes - (size_t)(head - tail), total = 0;
   for (int i = 0; i < iovcnt && room > 0; i++) {
     const char *src = iov[i].iov_base;
     size_t n = iov[i].iov_len < room ? iov[i].iov_len : room;
-    size_t pos = (size_t)(head + total) & (s->qbytes - 1);
-    size_t first = n < s->qbytes - pos ? n : s->qbytes - pos;
+    size_t pos = (size_t)(head + total) & (qbytes - 1);
+    size_t first = n < qbytes - pos ? n : qbytes - pos;
     memcpy(data + pos, src, first);
     memcpy(data, src + first, n - first);
     total += n;
@@ -94,23 +162,25 @@ static tutti_result_t shm_recv(tutti_transport_t *t, int peer, void *buf, size_t
                                size_t *moved) {
   shm_transport_t *s = (shm_transport_t *)t;
   int from = t->comm->peers[peer].local_index;
-  size_t q = pair(s, from, s->me);
-  shm_ring_t *r = &s->rings[q];
-  const char *data = s->data + q * s->qbytes;
+  shm_ring_t *r = &s->rings[pair(s, from, s->me)];
   uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
   uint64_t head = atomic_load_explicit(&r->head, memory_order_acquire);
   size_t avail = (size_t)(head - tail);
-  /* A counter pair that claims more than a full ring can only come from corruption. */
-  if (avail > s->qbytes) {
+  size_t n = len < avail ? len : avail;
+  *moved = 0;
+  if (!n) return TUTTI_SUCCESS; /* a queue not opened yet holds nothing either */
+  /* Bytes without a queue, or a counter pair that claims more than a full ring, can only
+   * come from corruption. */
+  if ((!s->rx[from].data && queue_find(s, from) <= 0) || avail > s->rx[from].bytes) {
     char who[128];
     return tutti__error(t->comm, TUTTI_ERR_INTERNAL, "shared queue from %s is corrupt",
                         tutti__peer_desc(t->comm, peer, who, sizeof who));
   }
-  size_t n = len < avail ? len : avail;
+  const char *data = s->rx[from].data;
+  size_t qbytes = s->rx[from].bytes;
   *moved = n;
-  if (!n) return TUTTI_SUCCESS;
-  size_t pos = (size_t)tail & (s->qbytes - 1);
-  size_t first = n < s->qbytes - pos ? n : s->qbytes - pos;
+  size_t pos = (size_t)tail & (qbytes - 1);
+  size_t first = n < qbytes - pos ? n : qbytes - pos;
   memcpy(buf, data + pos, first);
   memcpy((char *)buf + first, data, n - first);
   atomic_store_explicit(&r->tail, tail + n, memory_order_release);
@@ -126,7 +196,9 @@ static int want_ready(shm_transport_t *s, const tutti_want_t *w) {
   }
   if (w->what & TUTTI_WANT_SEND) {
     shm_ring_t *r = &s->rings[pair(s, s->me, li)];
-    if (atomic_load(&r->head) - atomic_load(&r->tail) < s->qbytes) return 1;
+    /* A queue not opened yet is opened by the send. */
+    if (!s->tx[li].data || atomic_load(&r->head) - atomic_load(&r->tail) < s->tx[li].bytes)
+      return 1;
   }
   return 0;
 }
@@ -227,6 +299,8 @@ static void shm_destroy(tutti_transport_t *t) {
   free(s->pidfd);
   free(s->global);
   free(s->mseen);
+  free(s->tx);
+  free(s->rx);
   free(s);
 }
 
@@ -245,26 +319,112 @@ static void nap_us(long us) {
   nanosleep(&ts, NULL);
 }
 
-/* The creator sizes and initialises the segment; the others wait for it to appear. */
+static size_t pool_floor(int nlocal) { return (size_t)nlocal * SHM_MIN_QUEUE; }
+
+/* Reserves the segment's pages for real (tmpfs allocates them now, or says ENOSPC), so no
+ * page of it can fail later with a bus error. Tries a pool of 4 queues of
+ * TUTTI_SHM_QUEUE_SIZE per rank first, then halves the pools while /dev/shm refuses, down to
+ * one smallest queue per local rank. Returns 0 and sets s->pool_bytes, or the last error. */
+static int reserve(shm_transport_t *s, int fd) {
+  size_t floor = pool_floor(s->nlocal), pool = 4 * s->qbytes;
+  if (pool < floor) pool = floor;
+  for (;;) {
+    int e;
+    do e = posix_fallocate(fd, 0, (off_t)seg_size(s->nlocal, pool));
+    while (e == EINTR);
+    if (e == 0 || pool == floor) {
+      s->pool_bytes = pool;
+      return e;
+    }
+    pool = round_up(pool / 2, PAGE);
+    if (pool < floor) pool = floor;
+  }
+}
+
+/* Why the creator could not reserve the segment, as every local rank will report it. */
+static void refusal(shm_transport_t *s, const char *name, int e, char *buf, size_t len) {
+  struct statvfs vfs;
+  unsigned long long avail = statvfs("/dev/shm", &vfs) == 0
+                                 ? (unsigned long long)vfs.f_bavail * vfs.f_frsize : 0;
+  snprintf(buf, len, "the shared segment %s for %d local ranks does not fit in /dev/shm "
+           "(%llu bytes free): not even its smallest layout of %zu bytes (4 KiB queues; "
+           "TUTTI_SHM_QUEUE_SIZE=%zu asks for %zu) could be reserved (%s); enlarge /dev/shm "
+           "or run fewer ranks on this host", name, s->nlocal, avail,
+           seg_size(s->nlocal, pool_floor(s->nlocal)), s->qbytes,
+           seg_size(s->nlocal, 4 * s->qbytes > pool_floor(s->nlocal) ? 4 * s->qbytes
+                                                                     : pool_floor(s->nlocal)),
+           strerror(e));
+}
+
+/* The creator's part of shm_map: creates the segment, reserves it and writes the header's
+ * verdict (SHM_READY with the layout, or SHM_REFUSED with the reason) in its first page,
+ * which it reserves first so that the verdict itself always has somewhere to go. */
+static tutti_result_t seg_create(shm_transport_t *s, const char *name, int *fd_out) {
+  struct tutti_comm *comm = s->base.comm;
+  int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+  int e = fd < 0 ? errno : posix_fallocate(fd, 0, PAGE);
+  if (e) {
+    /* Not even a page: a one-byte segment tells the others so (their wait reads the size). */
+    if (fd >= 0 && ftruncate(fd, 1) == 0) {
+      close(fd);
+      nap_us(1000000); /* the others have passed the rendezvous with us: let them see it */
+    } else if (fd >= 0) {
+      close(fd);
+    }
+    shm_unlink(name);
+    return tutti__error(comm, TUTTI_ERR_SYSTEM, "cannot create shared segment %s in /dev/shm: "
+                        "%s", name, strerror(e));
+  }
+  shm_header_t *hdr = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (hdr == MAP_FAILED) {
+    e = errno;
+    close(fd);
+    shm_unlink(name);
+    return tutti__error(comm, TUTTI_ERR_SYSTEM, "cannot map shared segment %s: %s", name,
+                        strerror(e));
+  }
+  hdr->magic = SHM_MAGIC;
+  hdr->job_id = comm->job_id;
+  hdr->queue_bytes = s->qbytes;
+  hdr->nlocal = (uint32_t)s->nlocal;
+  e = reserve(s, fd);
+  if (e) {
+    refusal(s, name, e, hdr->refused, sizeof hdr->refused);
+    atomic_store_explicit(&hdr->ready, SHM_REFUSED, memory_order_release);
+  } else {
+    hdr->pool_bytes = s->pool_bytes;
+    hdr->total_bytes = seg_size(s->nlocal, s->pool_bytes);
+    /* Everything else starts as zeros, which is what a fresh reservation holds. */
+    atomic_store_explicit(&hdr->ready, SHM_READY, memory_order_release);
+    if (s->pool_bytes < 4 * s->qbytes)
+      WARN("shm", comm->rank, "/dev/shm has no room for %zu bytes of shared memory: queue "
+           "pools of %zu bytes per rank instead of %zu, so queues past the first are smaller; "
+           "enlarge /dev/shm or lower TUTTI_SHM_QUEUE_SIZE", seg_size(s->nlocal, 4 * s->qbytes),
+           s->pool_bytes, 4 * s->qbytes);
+  }
+  munmap(hdr, PAGE);
+  *fd_out = fd;
+  return TUTTI_SUCCESS;
+}
+
+/* The creator sizes, reserves and initialises the segment; the others wait for its verdict
+ * in the header. A refusal is every local rank's error, in the creator's words, after every
+ * rank has seen it (so the creator can unlink the segment). */
 static tutti_result_t shm_map(shm_transport_t *s, const char *name, int64_t deadline) {
   struct tutti_comm *comm = s->base.comm;
   int fd = -1;
   if (s->me == 0) {
-    fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
-    if (fd < 0 || ftruncate(fd, (off_t)s->seg_bytes) != 0) {
-      int e = errno;
-      if (fd >= 0) {
-        close(fd);
-        shm_unlink(name);
-      }
-      return tutti__error(comm, TUTTI_ERR_SYSTEM, "cannot create shared segment %s of %zu "
-                          "bytes: %s", name, s->seg_bytes, strerror(e));
-    }
+    TRY(seg_create(s, name, &fd));
   } else {
     for (;;) {
       fd = shm_open(name, O_RDWR | O_CLOEXEC, 0600);
       struct stat st;
-      if (fd >= 0 && fstat(fd, &st) == 0 && (size_t)st.st_size == s->seg_bytes) break;
+      if (fd >= 0 && fstat(fd, &st) == 0 && st.st_size == 1) {
+        close(fd);
+        return tutti__error(comm, TUTTI_ERR_SYSTEM, "the host's first rank %d could not "
+                            "create shared segment %s: /dev/shm is full", s->global[0], name);
+      }
+      if (fd >= 0 && fstat(fd, &st) == 0 && st.st_size >= PAGE) break;
       if (fd >= 0) close(fd);
       if (tutti__now_ns() > deadline)
         return tutti__error(comm, TUTTI_ERR_TIMEOUT, "shared segment %s never appeared "
@@ -272,6 +432,48 @@ static tutti_result_t shm_map(shm_transport_t *s, const char *name, int64_t dead
       nap_us(500);
     }
   }
+  shm_header_t *hdr = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (hdr == MAP_FAILED) {
+    int e = errno;
+    close(fd);
+    if (s->me == 0) shm_unlink(name);
+    return tutti__error(comm, TUTTI_ERR_SYSTEM, "cannot map shared segment %s: %s", name,
+                        strerror(e));
+  }
+  uint32_t ready;
+  while (!(ready = atomic_load_explicit(&hdr->ready, memory_order_acquire))) {
+    if (tutti__now_ns() > deadline) {
+      munmap(hdr, PAGE);
+      close(fd);
+      return tutti__error(comm, TUTTI_ERR_TIMEOUT, "shared segment %s was never initialised",
+                          name);
+    }
+    nap_us(200);
+  }
+  if (ready == SHM_REFUSED) {
+    char why[sizeof hdr->refused];
+    memcpy(why, hdr->refused, sizeof why);
+    why[sizeof why - 1] = '\0';
+    atomic_fetch_add(&hdr->attached, 1);
+    if (s->me == 0) {
+      while (atomic_load(&hdr->attached) < (uint32_t)s->nlocal && tutti__now_ns() < deadline)
+        nap_us(200);
+      shm_unlink(name);
+    }
+    munmap(hdr, PAGE);
+    close(fd);
+    return tutti__error(comm, TUTTI_ERR_SYSTEM, "%s", why);
+  }
+  if (hdr->magic != SHM_MAGIC || hdr->job_id != comm->job_id ||
+      hdr->nlocal != (uint32_t)s->nlocal || hdr->queue_bytes != s->qbytes) {
+    munmap(hdr, PAGE);
+    close(fd);
+    return tutti__error(comm, TUTTI_ERR_INVALID_USAGE, "shared segment %s belongs to another "
+                        "job or was made with another TUTTI_SHM_QUEUE_SIZE", name);
+  }
+  s->pool_bytes = hdr->pool_bytes;
+  s->seg_bytes = hdr->total_bytes;
+  munmap(hdr, PAGE);
   void *p = mmap(NULL, s->seg_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   int e = errno;
   close(fd);
@@ -284,47 +486,9 @@ static tutti_result_t shm_map(shm_transport_t *s, const char *name, int64_t dead
   s->hdr = (shm_header_t *)p;
   s->slots = (shm_slot_t *)(s->seg + slots_offset());
   s->rings = (shm_ring_t *)(s->seg + rings_offset(s->nlocal));
-  s->data = s->seg + data_offset(s->nlocal);
-  s->mboxes = s->seg + mbox_offset(s->nlocal, s->qbytes);
-  if (s->me == 0) {
-    s->hdr->magic = SHM_MAGIC;
-    s->hdr->job_id = comm->job_id;
-    s->hdr->queue_bytes = s->qbytes;
-    s->hdr->total_bytes = s->seg_bytes;
-    s->hdr->nlocal = (uint32_t)s->nlocal;
-    atomic_store_explicit(&s->hdr->ready, 1, memory_order_release);
-  }
-  while (!atomic_load_explicit(&s->hdr->ready, memory_order_acquire)) {
-    if (tutti__now_ns() > deadline)
-      return tutti__error(comm, TUTTI_ERR_TIMEOUT, "shared segment %s was never initialised",
-                          name);
-    nap_us(200);
-  }
-  if (s->hdr->magic != SHM_MAGIC || s->hdr->job_id != comm->job_id ||
-      s->hdr->nlocal != (uint32_t)s->nlocal || s->hdr->queue_bytes != s->qbytes)
-    return tutti__error(comm, TUTTI_ERR_INVALID_USAGE, "shared segment %s belongs to another "
-                        "job or was made with another TUTTI_SHM_QUEUE_SIZE", name);
+  s->mboxes = s->seg + mbox_offset(s->nlocal, s->pool_bytes);
   return TUTTI_SUCCESS;
 }
-
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
-#endif
-
-/* Maps in, now, every page of the segment this rank will touch: its queues to and from each
- * peer, the counters and the mailboxes. Otherwise each page faults the first time a call
- * reaches it, and a ring of small messages takes thousands of calls to wrap, so the faults
- * land in timed, steady-state calls. Best effort: older kernels refuse the advice. */
-static void prefault(shm_transport_t *s) {
-  madvise(s->seg, data_offset(s->nlocal), MADV_POPULATE_WRITE);
-  for (int j = 0; j < s->nlocal; j++) {
-    if (j == s->me) continue;
-    madvise(s->data + pair(s, s->me, j) * s->qbytes, s->qbytes, MADV_POPULATE_WRITE);
-    madvise(s->data + pair(s, j, s->me) * s->qbytes, s->qbytes, MADV_POPULATE_WRITE);
-  }
-  madvise(s->mboxes, (size_t)s->nlocal * MBOX_DEPTH * MBOX_STRIDE, MADV_POPULATE_WRITE);
-}
-
 /* Waits until every local rank's CMA state is at least state. */
 static tutti_result_t cma_wait_all(shm_transport_t *s, uint32_t state, int64_t deadline) {
   for (int i = 0; i < s->nlocal; i++)
@@ -379,11 +543,13 @@ tutti_result_t tutti__shm_create(struct tutti_comm *comm, tutti_transport_t **ou
   s->nlocal = comm->nlocal;
   s->me = comm->peers[comm->rank].local_index;
   s->qbytes = comm->cfg.shm_queue_bytes;
-  s->seg_bytes = mbox_offset(s->nlocal, s->qbytes) + (size_t)s->nlocal * MBOX_DEPTH * MBOX_STRIDE;
+  s->unopened = s->nlocal;
   s->pidfd = malloc((size_t)s->nlocal * sizeof *s->pidfd);
   s->global = malloc((size_t)s->nlocal * sizeof *s->global);
   s->mseen = calloc((size_t)s->nlocal, sizeof *s->mseen);
-  if (!s->pidfd || !s->global || !s->mseen) {
+  s->tx = calloc((size_t)s->nlocal, sizeof *s->tx);
+  s->rx = calloc((size_t)s->nlocal, sizeof *s->rx);
+  if (!s->pidfd || !s->global || !s->mseen || !s->tx || !s->rx) {
     res = tutti__error(comm, TUTTI_ERR_SYSTEM, "out of memory creating shm transport");
     goto out;
   }
@@ -413,9 +579,12 @@ tutti_result_t tutti__shm_create(struct tutti_comm *comm, tutti_transport_t **ou
     if (i != s->me)
       s->pidfd[i] = (int)syscall(SYS_pidfd_open, comm->peers[s->global[i]].pid, 0);
   TRY_GOTO(cma_check(s, deadline), res, out);
-  prefault(s);
-  INFO("shm", comm->rank, "segment %s: %d local ranks, %zu-byte queues, single-copy %s", name,
-       s->nlocal, s->qbytes, comm->cma ? "on" : "off");
+  /* The slots, counters and mailboxes now; the queues' pages when they are opened. */
+  prefault(s->seg, pools_offset(s->nlocal));
+  prefault(s->mboxes, (size_t)s->nlocal * MBOX_DEPTH * MBOX_STRIDE);
+  INFO("shm", comm->rank, "segment %s: %zu bytes reserved for %d local ranks, queues of up to "
+       "%zu bytes from %zu-byte pools, single-copy %s", name, s->seg_bytes, s->nlocal, s->qbytes,
+       s->pool_bytes, comm->cma ? "on" : "off");
 out:
   if (res != TUTTI_SUCCESS) {
     shm_destroy(&s->base);
