@@ -85,6 +85,8 @@ static void queue_open(shm_transport_t *s, int to) {
   s->pool_used += bytes;
   s->unopened--;
   prefault(s->seg + off, bytes);
+  TRACE("shm", s->base.comm->rank, "queue to local rank %d: %zu bytes (%zu of the %zu-byte pool "
+        "left)", to, bytes, s->pool_bytes - s->pool_used, s->pool_bytes);
   s->tx[to] = (shm_queue_t){s->seg + off, bytes};
   atomic_store_explicit(&s->rings[pair(s, s->me, to)].where,
                         off | (uint64_t)__builtin_ctzll(bytes), memory_order_release);
