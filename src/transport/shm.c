@@ -393,11 +393,13 @@ static tutti_result_t seg_create(shm_transport_t *s, const char *name, int *fd_o
   if (e) {
     refusal(s, name, e, hdr->refused, sizeof hdr->refused);
     atomic_store_explicit(&hdr->ready, SHM_REFUSED, memory_order_release);
+    tutti__shm_futex(&hdr->ready, FUTEX_WAKE, INT_MAX, NULL);
   } else {
     hdr->pool_bytes = s->pool_bytes;
     hdr->total_bytes = seg_size(s->nlocal, s->pool_bytes);
     /* Everything else starts as zeros, which is what a fresh reservation holds. */
     atomic_store_explicit(&hdr->ready, SHM_READY, memory_order_release);
+    tutti__shm_futex(&hdr->ready, FUTEX_WAKE, INT_MAX, NULL);
     if (s->pool_bytes < 4 * s->qbytes)
       WARN("shm", comm->rank, "/dev/shm has no room for %zu bytes of shared memory: queue "
            "pools of %zu bytes per rank instead of %zu, so queues past the first are smaller; "
@@ -418,7 +420,9 @@ static tutti_result_t shm_map(shm_transport_t *s, const char *name, int64_t dead
   if (s->me == 0) {
     TRY(seg_create(s, name, &fd));
   } else {
-    for (;;) {
+    /* Polls with a growing nap: tens of ranks polling every few hundred microseconds would
+     * take the CPU the creator needs to reserve the segment. */
+    for (long nap = 100;; nap = nap < 5000 ? nap * 2 : nap) {
       fd = shm_open(name, O_RDWR | O_CLOEXEC, 0600);
       struct stat st;
       if (fd >= 0 && fstat(fd, &st) == 0 && st.st_size == 1) {
@@ -431,7 +435,7 @@ static tutti_result_t shm_map(shm_transport_t *s, const char *name, int64_t dead
       if (tutti__now_ns() > deadline)
         return tutti__error(comm, TUTTI_ERR_TIMEOUT, "shared segment %s never appeared "
                             "(the host's first rank %d did not create it)", name, s->global[0]);
-      nap_us(500);
+      nap_us(nap);
     }
   }
   shm_header_t *hdr = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -450,7 +454,9 @@ static tutti_result_t shm_map(shm_transport_t *s, const char *name, int64_t dead
       return tutti__error(comm, TUTTI_ERR_TIMEOUT, "shared segment %s was never initialised",
                           name);
     }
-    nap_us(200);
+    /* The creator wakes us when it has written the verdict (reserving can take a while). */
+    struct timespec slice = {0, 100000000};
+    tutti__shm_futex(&hdr->ready, FUTEX_WAIT, 0, &slice);
   }
   if (ready == SHM_REFUSED) {
     char why[sizeof hdr->refused];
@@ -565,7 +571,9 @@ tutti_result_t tutti__shm_create(struct tutti_comm *comm, tutti_transport_t **ou
   snprintf(name, sizeof name, "/tutti-%016llx-%d", (unsigned long long)comm->job_id,
            s->global[0]);
   int64_t deadline = tutti__deadline_after(comm->cfg.timeout_s);
+  int64_t t0 = tutti__now_ns();
   TRY_GOTO(shm_map(s, name, deadline), res, out);
+  int64_t t1 = tutti__now_ns();
   atomic_fetch_add(&s->hdr->attached, 1);
   if (s->me == 0) {
     while (atomic_load(&s->hdr->attached) < (uint32_t)s->nlocal && tutti__now_ns() < deadline)
@@ -580,13 +588,23 @@ tutti_result_t tutti__shm_create(struct tutti_comm *comm, tutti_transport_t **ou
   for (int i = 0; i < s->nlocal; i++)
     if (i != s->me)
       s->pidfd[i] = (int)syscall(SYS_pidfd_open, comm->peers[s->global[i]].pid, 0);
+  int64_t t2 = tutti__now_ns();
   TRY_GOTO(cma_check(s, deadline), res, out);
-  /* The slots, counters and mailboxes now; the queues' pages when they are opened. */
+  int64_t t3 = tutti__now_ns();
+  /* Now: the slots and counters, this rank's mailboxes, and the first page (flag, header,
+   * small payloads) of every peer's; the rest of a peer's mailbox when a large one-shot
+   * payload first reaches it, and the queues' pages when they are opened. Every mailbox of
+   * every peer would be n^2 pages for the host (2.2 GB of mappings at 64 ranks, 0.9 s). */
   prefault(s->seg, pools_offset(s->nlocal));
-  prefault(s->mboxes, (size_t)s->nlocal * MBOX_DEPTH * MBOX_STRIDE);
+  prefault((char *)mbox_of(s, s->me, 0), MBOX_DEPTH * MBOX_STRIDE);
+  for (int li = 0; li < s->nlocal; li++)
+    for (uint32_t k = 0; k < MBOX_DEPTH && li != s->me; k++) prefault((char *)mbox_of(s, li, k), PAGE);
   INFO("shm", comm->rank, "segment %s: %zu bytes reserved for %d local ranks, queues of up to "
-       "%zu bytes from %zu-byte pools, single-copy %s", name, s->seg_bytes, s->nlocal, s->qbytes,
-       s->pool_bytes, comm->cma ? "on" : "off");
+       "%zu bytes from %zu-byte pools, single-copy %s; set up in %.3f s (map %.3f, attach "
+       "%.3f, single-copy check %.3f, prefault %.3f)", name, s->seg_bytes, s->nlocal, s->qbytes,
+       s->pool_bytes, comm->cma ? "on" : "off", (double)(tutti__now_ns() - t0) / 1e9,
+       (double)(t1 - t0) / 1e9, (double)(t2 - t1) / 1e9, (double)(t3 - t2) / 1e9,
+       (double)(tutti__now_ns() - t3) / 1e9);
 out:
   if (res != TUTTI_SUCCESS) {
     shm_destroy(&s->base);
