@@ -147,7 +147,13 @@ static inline size_t pair(const shm_transport_t *s, int from, int to) {
   return (size_t)from * (size_t)s->nlocal + (size_t)to;
 }
 
-/* shm.c, for mbox.c. */
+/* shm_seg.c, for shm.c: creates (the host's first local rank) or waits for and maps the
+ * segment `name`, and sets s->seg, hdr, slots, rings, mboxes, pool_bytes and seg_bytes from
+ * the creator's verdict. If the creator could not reserve it, every local rank fails with
+ * the creator's sentence, after every rank has seen it (so the creator can unlink it). */
+tutti_result_t tutti__shm_map(shm_transport_t *s, const char *name, int64_t deadline);
+
+/* shm.c, for mbox.c and shm_seg.c. */
 struct timespec;
 long tutti__shm_futex(_Atomic uint32_t *addr, int op, uint32_t val, const struct timespec *ts);
 /* The failure another local rank published, as this rank's error; success if none. */
