@@ -4,9 +4,10 @@
  *
  * Every case runs in its own process group (so its environment, TUTTI_TIMEOUT included, and any
  * state the library keeps are its own) with a deadline: a hang is a failure. Inside a case the
- * case process calls tutti_get_unique_id (which starts the rendezvous listener in it), then
- * forks the ranks; each rank reports its result and how long it took through a pipe and leaves
- * with _exit.
+ * case process forks the ranks, then calls tutti_get_unique_id (which starts the rendezvous
+ * thread in it) and hands each rank the id through a pipe, so no rank is forked beside that
+ * thread; each rank reports its result and how long it took through a pipe and leaves with
+ * _exit.
  *
  *   a_shm, a_tcp  3 ranks join, all-reduce, destroy: all succeed
  *   b             ranks {0, 1, 1} of 3: every rank fails within TUTTI_TIMEOUT=5 (+ slack)
@@ -41,11 +42,10 @@ typedef struct {
 } rank_spec_t;
 
 /* How the ranks of the running case start (a case is a process of its own, so this is set
- * once by the case before it forks ranks): with the unique id a case passes (id), or a fresh
- * one, or from the environment as a launched job (env_port != 0: TUTTI_ADDR 127.0.0.1:port,
+ * once by the case before it forks ranks): with a unique id the case hands them, or from the
+ * environment as a launched job (env_port != 0: TUTTI_ADDR 127.0.0.1:port,
  * TUTTI_SECRET secret). A rank that joins stays hold_ms before its all-reduce. */
 static struct {
-  const tutti_unique_id_t *id;
   int env_port;
   const char *secret;
   int hold_ms;
@@ -65,10 +65,23 @@ static double now_s(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* The body of one forked rank; never returns. */
-static void rank_main(const tutti_unique_id_t *id, rank_spec_t spec, int fd) {
+/* The body of one forked rank; never returns. With a unique id (not env mode) it first waits
+ * for the id on idfd: ranks are forked before any rendezvous thread exists in the case process,
+ * since a child forked beside a running thread may inherit a lock held by it (seen as a hang
+ * under ASan's allocator). */
+static void rank_main(int idfd, rank_spec_t spec, int fd) {
   rank_report_t rep;
   memset(&rep, 0, sizeof rep);
+  tutti_unique_id_t id;
+  if (!mode.env_port) {
+    size_t got = 0;
+    while (got < sizeof id) {
+      ssize_t r = read(idfd, (char *)&id + got, sizeof id - got);
+      if (r <= 0 && !(r < 0 && errno == EINTR)) _exit(4); /* the case gave up on this rank */
+      if (r > 0) got += (size_t)r;
+    }
+  }
+  close(idfd);
   if (spec.delay_ms) usleep((useconds_t)spec.delay_ms * 1000);
   tutti_comm_t comm = NULL;
   double t0 = now_s();
@@ -83,7 +96,7 @@ static void rank_main(const tutti_unique_id_t *id, rank_spec_t spec, int fd) {
     setenv("TUTTI_SECRET", mode.secret, 1);
     rep.init_rc = tutti_comm_init_env(&comm);
   } else {
-    rep.init_rc = tutti_comm_init_rank(&comm, spec.nranks, id, spec.rank);
+    rep.init_rc = tutti_comm_init_rank(&comm, spec.nranks, &id, spec.rank);
   }
   rep.elapsed = now_s() - t0;
   if (rep.init_rc == TUTTI_SUCCESS && mode.hold_ms) usleep((useconds_t)mode.hold_ms * 1000);
@@ -105,33 +118,58 @@ static void rank_main(const tutti_unique_id_t *id, rank_spec_t spec, int fd) {
   _exit(w == (ssize_t)sizeof rep ? 0 : 3);
 }
 
-/* Forks one rank per spec and collects their reports within deadline_s; a rank that has not
- * reported by then is killed and counted as hung. Returns the number of ranks that reported. */
-static int run_ranks(const rank_spec_t *specs, int n, rank_report_t *reps, double deadline_s) {
-  tutti_unique_id_t id;
-  if (mode.id) {
-    id = *mode.id;
-  } else if (!mode.env_port) {
-    tutti_result_t rc = tutti_get_unique_id(&id);
-    if (rc != TUTTI_SUCCESS) {
-      printf("  tutti_get_unique_id: %s\n", tutti_result_string(rc));
-      return -1;
-    }
-  }
+/* A set of forked ranks: spawned (waiting for their id), then started, then collected. */
+typedef struct {
+  const rank_spec_t *specs;
+  int n;
   pid_t pids[MAX_CHILDREN];
-  int fds[MAX_CHILDREN], got[MAX_CHILDREN] = {0}, reported = 0;
+  int idfds[MAX_CHILDREN]; /* write ends of the ranks' id pipes, -1 once started */
+  int fds[MAX_CHILDREN];   /* read ends of their report pipes */
+} ranks_t;
+
+/* Forks one rank per spec; they wait for start_ranks. Call before any tutti_get_unique_id of
+ * the case process. Returns 0, or -1 if a pipe or fork failed. */
+static int spawn_ranks(ranks_t *rs, const rank_spec_t *specs, int n) {
+  rs->specs = specs;
+  rs->n = n;
   fflush(NULL);
   for (int i = 0; i < n; i++) {
-    int p[2];
-    if (pipe(p) != 0) return -1;
-    pids[i] = fork();
-    if (pids[i] == 0) {
+    int p[2], q[2];
+    if (pipe(p) != 0 || pipe(q) != 0) return -1;
+    rs->pids[i] = fork();
+    if (rs->pids[i] < 0) return -1;
+    if (rs->pids[i] == 0) {
+      for (int j = 0; j < i; j++) { /* the earlier ranks' pipes are not this rank's */
+        if (rs->idfds[j] >= 0) close(rs->idfds[j]);
+        close(rs->fds[j]);
+      }
       close(p[0]);
-      rank_main(&id, specs[i], p[1]);
+      close(q[1]);
+      rank_main(q[0], specs[i], p[1]);
     }
     close(p[1]);
-    fds[i] = p[0];
+    close(q[0]);
+    rs->fds[i] = p[0];
+    rs->idfds[i] = q[1];
   }
+  return 0;
+}
+
+/* Hands every rank its unique id (ignored in env mode) and lets it run. */
+static void start_ranks(ranks_t *rs, const tutti_unique_id_t *id) {
+  for (int i = 0; i < rs->n; i++) {
+    if (!mode.env_port && write(rs->idfds[i], id, sizeof *id) != (ssize_t)sizeof *id)
+      printf("  could not hand rank %d its id\n", rs->specs[i].rank);
+    close(rs->idfds[i]);
+    rs->idfds[i] = -1;
+  }
+}
+
+/* Collects the started ranks' reports within deadline_s; a rank that has not reported by then
+ * is killed and counted as hung. Returns the number of ranks that reported. */
+static int collect_ranks(ranks_t *rs, rank_report_t *reps, double deadline_s) {
+  const rank_spec_t *specs = rs->specs;
+  int n = rs->n, got[MAX_CHILDREN] = {0}, reported = 0;
   for (int i = 0; i < n; i++) { /* what stays when a rank never reports */
     memset(&reps[i], 0, sizeof reps[i]);
     reps[i].init_rc = -1;
@@ -143,7 +181,7 @@ static int run_ranks(const rank_spec_t *specs, int n, rank_report_t *reps, doubl
     int map[MAX_CHILDREN], k = 0;
     for (int i = 0; i < n; i++)
       if (!got[i]) {
-        pf[k].fd = fds[i];
+        pf[k].fd = rs->fds[i];
         pf[k].events = POLLIN;
         map[k++] = i;
       }
@@ -153,7 +191,7 @@ static int run_ranks(const rank_spec_t *specs, int n, rank_report_t *reps, doubl
       if (!(pf[j].revents & (POLLIN | POLLHUP | POLLERR))) continue;
       int i = map[j];
       got[i] = 1;
-      if (read(fds[i], &reps[i], sizeof reps[i]) == (ssize_t)sizeof reps[i])
+      if (read(rs->fds[i], &reps[i], sizeof reps[i]) == (ssize_t)sizeof reps[i])
         reported++;
       else
         printf("  rank %d (child %d) died without reporting\n", specs[i].rank, i);
@@ -163,12 +201,38 @@ static int run_ranks(const rank_spec_t *specs, int n, rank_report_t *reps, doubl
     if (!got[i]) {
       printf("  rank %d (child %d) HUNG: no answer within %.0f s, killed\n", specs[i].rank, i,
              deadline_s);
-      kill(pids[i], SIGKILL);
+      kill(rs->pids[i], SIGKILL);
     }
-    waitpid(pids[i], NULL, 0);
-    close(fds[i]);
+    waitpid(rs->pids[i], NULL, 0);
+    close(rs->fds[i]);
   }
   return reported;
+}
+
+/* Runs ranks already spawned in rs with id (a fresh one if NULL and not in env mode) and
+ * collects their reports. Returns the number of ranks that reported, or -1. */
+static int start_and_collect(ranks_t *rs, const tutti_unique_id_t *id, rank_report_t *reps,
+                             double deadline_s) {
+  tutti_unique_id_t fresh;
+  memset(&fresh, 0, sizeof fresh);
+  if (!id && !mode.env_port) {
+    tutti_result_t rc = tutti_get_unique_id(&fresh);
+    if (rc != TUTTI_SUCCESS) {
+      printf("  tutti_get_unique_id: %s\n", tutti_result_string(rc));
+      start_ranks(rs, &fresh); /* they read a zero id and fail; collected below */
+      collect_ranks(rs, reps, deadline_s);
+      return -1;
+    }
+  }
+  start_ranks(rs, id ? id : &fresh);
+  return collect_ranks(rs, reps, deadline_s);
+}
+
+/* Forks the ranks, then makes the id, runs and collects them. */
+static int run_ranks(const rank_spec_t *specs, int n, rank_report_t *reps, double deadline_s) {
+  ranks_t rs;
+  if (spawn_ranks(&rs, specs, n) != 0) return -1;
+  return start_and_collect(&rs, NULL, reps, deadline_s);
 }
 
 static void print_report(const rank_spec_t *s, const rank_report_t *r) {
@@ -181,11 +245,9 @@ static void print_report(const rank_spec_t *s, const rank_report_t *r) {
          r->err);
 }
 
-/* Runs ranks that must all fail in init, each within max_s. Returns 0 on pass. */
-static int expect_all_fail(const rank_spec_t *specs, int n, double max_s) {
-  rank_report_t reps[MAX_CHILDREN];
-  memset(reps, 0, sizeof reps);
-  int reported = run_ranks(specs, n, reps, max_s + 10.0);
+/* Checks that every rank reported and failed its init, each within max_s. Returns 0 on pass. */
+static int check_all_fail(const rank_spec_t *specs, int n, const rank_report_t *reps,
+                          int reported, double max_s) {
   int bad = reported != n;
   for (int i = 0; i < n && reported >= 0; i++) {
     print_report(&specs[i], &reps[i]);
@@ -203,17 +265,31 @@ static int expect_all_fail(const rank_spec_t *specs, int n, double max_s) {
   return bad;
 }
 
-static int case_a(void) {
-  rank_spec_t specs[3] = {{0, 3, 0}, {1, 3, 0}, {2, 3, 0}};
-  rank_report_t reps[3];
-  memset(reps, 0, sizeof reps);
-  int reported = run_ranks(specs, 3, reps, 40.0);
-  int bad = reported != 3;
-  for (int i = 0; i < 3 && reported >= 0; i++) {
+/* Checks that every rank reported, joined, computed the right all-reduce and destroyed its
+ * communicator. Returns 0 on pass. */
+static int check_all_ok(const rank_spec_t *specs, int n, const rank_report_t *reps,
+                        int reported) {
+  int bad = reported != n;
+  for (int i = 0; i < n && reported >= 0; i++) {
     print_report(&specs[i], &reps[i]);
     if (reps[i].init_rc != TUTTI_SUCCESS || !reps[i].work_ok) bad = 1;
   }
   return bad;
+}
+
+/* Runs ranks that must all fail in init, each within max_s. Returns 0 on pass. */
+static int expect_all_fail(const rank_spec_t *specs, int n, double max_s) {
+  rank_report_t reps[MAX_CHILDREN];
+  memset(reps, 0, sizeof reps);
+  int reported = run_ranks(specs, n, reps, max_s + 10.0);
+  return check_all_fail(specs, n, reps, reported, max_s);
+}
+
+static int case_a(void) {
+  rank_spec_t specs[3] = {{0, 3, 0}, {1, 3, 0}, {2, 3, 0}};
+  rank_report_t reps[3];
+  memset(reps, 0, sizeof reps);
+  return check_all_ok(specs, 3, reps, run_ranks(specs, 3, reps, 40.0));
 }
 
 static int case_b(void) {
@@ -269,14 +345,21 @@ static int case_e(void) {
 }
 
 static int case_f(void) {
+  /* Both jobs' ranks are forked before the id exists (see rank_main). */
+  rank_spec_t specs1[3] = {{0, 3, 0}, {1, 3, 0}, {2, 3, 0}}, specs2[2] = {{0, 2, 0}, {1, 2, 0}};
+  ranks_t job1, job2;
+  if (spawn_ranks(&job1, specs1, 3) != 0 || spawn_ranks(&job2, specs2, 2) != 0) return 1;
   tutti_unique_id_t id;
-  if (tutti_get_unique_id(&id) != TUTTI_SUCCESS) return 1;
-  mode.id = &id;
+  memset(&id, 0, sizeof id);
+  tutti_result_t rc = tutti_get_unique_id(&id);
+  rank_report_t reps[3];
+  memset(reps, 0, sizeof reps);
   printf("  a job forms and ends with the id:\n");
-  if (case_a()) return 1;
+  int bad = check_all_ok(specs1, 3, reps, start_and_collect(&job1, &id, reps, 40.0));
   printf("  a second job with the same id:\n");
-  rank_spec_t specs[2] = {{0, 2, 0}, {1, 2, 0}};
-  return expect_all_fail(specs, 2, 2.0);
+  memset(reps, 0, sizeof reps);
+  bad |= check_all_fail(specs2, 2, reps, start_and_collect(&job2, &id, reps, 12.0), 2.0);
+  return bad || rc != TUTTI_SUCCESS;
 }
 
 /* A free loopback port (a short race with other programs is possible and harmless here). */
