@@ -108,20 +108,3 @@ const tutti_algo_t *tutti__algo_select(struct tutti_comm *comm, const tutti_coll
   return pick;
 }
 
-const char *tutti__coll_name(tutti_coll_t coll) {
-  static const char *const names[TUTTI_COLL_COUNT] = {
-      [TUTTI_COLL_ALLGATHER] = "allgather",
-      [TUTTI_COLL_ALLREDUCE] = "allreduce",
-      [TUTTI_COLL_REDUCE_SCATTER] = "reduce_scatter",
-      [TUTTI_COLL_BROADCAST] = "broadcast",
-      [TUTTI_COLL_REDUCE] = "reduce",
-      [TUTTI_COLL_BARRIER] = "barrier",
-      [TUTTI_COLL_ALLGATHERV] = "allgatherv",
-      [TUTTI_COLL_REDUCE_SCATTERV] = "reduce_scatterv",
-      [TUTTI_COLL_GATHERV] = "gatherv",
-      [TUTTI_COLL_SCATTERV] = "scatterv",
-      [TUTTI_COLL_ALLTOALLV] = "alltoallv",
-      [TUTTI_COLL_SEND] = "send",
-      [TUTTI_COLL_RECV] = "recv"};
-  return coll < TUTTI_COLL_COUNT && names[coll] ? names[coll] : "?";
-}

@@ -7,26 +7,9 @@
 
 #include <string.h>
 
+#include "core/colls.h"
 #include "core/internal.h"
 #include "transport/transport.h"
-
-typedef enum {
-  TUTTI_COLL_ALLGATHER,
-  TUTTI_COLL_ALLREDUCE,
-  TUTTI_COLL_REDUCE_SCATTER,
-  TUTTI_COLL_BROADCAST,
-  TUTTI_COLL_REDUCE,
-  TUTTI_COLL_BARRIER,
-  TUTTI_COLL_ALLGATHERV,
-  TUTTI_COLL_REDUCE_SCATTERV,
-  TUTTI_COLL_GATHERV,
-  TUTTI_COLL_SCATTERV,
-  TUTTI_COLL_ALLTOALLV,
-  TUTTI_COLL_SEND,
-  TUTTI_COLL_RECV,
-  TUTTI_COLL_COUNT
-} tutti_coll_t;
-_Static_assert(TUTTI_COLL_COUNT <= 16, "comm->pick_cache has a slot per collective");
 
 /*
  * One call, checked by coll.c. count is per rank as in the API (sendcount for all-gather,
@@ -82,7 +65,6 @@ const tutti_algo_t *tutti__algo_table(int *count);
 const tutti_algo_t *tutti__algo_find(const char *name);
 /* The algorithm comm runs for a (the tuner's pick, tuner.h). */
 const tutti_algo_t *tutti__algo_select(struct tutti_comm *comm, const tutti_coll_args_t *a);
-const char *tutti__coll_name(tutti_coll_t coll);
 
 /* Algorithm entry points (one file each). */
 tutti_result_t tutti__oneshot_allreduce(struct tutti_comm *comm, const tutti_coll_args_t *a);

@@ -20,7 +20,8 @@ static tutti_result_t cma_xfer(struct tutti_comm *comm, int peer, char *local, u
       int e = n < 0 ? errno : EFAULT;
       /* A peer that is gone may have left because another rank failed first and told
        * everyone: that failure, published through the transport, is the one to report. */
-      if (comm->shm) TRY(comm->shm->ops->block(comm->shm, NULL, 0, 0));
+      tutti_transport_t *tp = comm->peers[peer].tp;
+      if (tp) TRY(tp->ops->block(tp, NULL, 0, 0));
       tutti__peer_desc(comm, peer, who, sizeof who);
       if (e == ESRCH) {
         if (!comm->culprit) comm->culprit = peer + 1;

@@ -80,9 +80,7 @@ static double unpipelined(const tutti_tune_query_t *q, double msg) {
 const tutti_cost_params_t *tutti__cost_params(int tcp) { return &params[tcp ? 1 : 0]; }
 
 size_t tutti__tune_bytes(tutti_coll_t coll, size_t count, size_t esize, int nranks) {
-  size_t b = count * esize;
-  if (coll == TUTTI_COLL_ALLGATHER || coll == TUTTI_COLL_REDUCE_SCATTER) b *= (size_t)nranks;
-  return b;
+  return tutti__coll_bytes(coll, count, esize, nranks);
 }
 
 void tutti__tune_query(const struct tutti_comm *comm, const tutti_coll_args_t *a,
@@ -91,7 +89,7 @@ void tutti__tune_query(const struct tutti_comm *comm, const tutti_coll_args_t *a
   q->bytes = tutti__tune_bytes(a->coll, a->count, a->esize, comm->nranks);
   q->nranks = comm->nranks;
   q->one_host = comm->nlocal == comm->nranks;
-  q->tcp = !q->one_host || comm->cfg.transport == TUTTI_TRANSPORT_TCP;
+  q->tcp = tutti__transport_cost_class(comm) == TUTTI_COST_NETWORK;
   q->chunk_bytes = comm->cfg.chunk_bytes;
   q->cma = comm->cma;
   q->mbox_bytes = tutti__mbox_capacity(comm);

@@ -1,7 +1,7 @@
 /*
  * The collective and point-to-point entry points: check the arguments (before touching any
- * buffer or peer), turn the call into a task, and hand it to the engine; and the task runner
- * that picks the algorithm, runs it, and turns a failure into a failed communicator.
+ * buffer or peer), turn the call into a task, and hand it to the engine. Running the task is
+ * task.c's.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -131,114 +131,6 @@ size_t tutti__extent(const struct tutti_comm *comm, const size_t *counts, const 
     if (counts[i] && e > end) end = e;
   }
   return end;
-}
-
-/* ---- Running a task -------------------------------------------------------------------- */
-
-static tutti_result_t usable(struct tutti_comm *comm) {
-  if (atomic_load(&comm->aborted)) {
-    tutti__error(comm, TUTTI_ERR_ABORTED, "the communicator was aborted");
-    tutti__comm_fail(comm, TUTTI_ERR_ABORTED);
-    return TUTTI_ERR_ABORTED;
-  }
-  if (comm->failed != TUTTI_SUCCESS) {
-    WARN("coll", comm->rank, "%s refused: the communicator failed earlier: %s", comm->op_name,
-         comm->last_error);
-    return TUTTI_ERR_INVALID_USAGE;
-  }
-  return TUTTI_SUCCESS;
-}
-
-static uint32_t p2p_tag(uint32_t n) { return 0x80000000u | (n & 0x7fffffffu); }
-
-tutti_result_t tutti__p2p_post(struct tutti_comm *comm, const tutti_task_t *t, tutti_xfer_t *x,
-                               int64_t *deadline) {
-  const tutti_coll_args_t *a = &t->a;
-  comm->op_name = t->api;
-  TRY(usable(comm));
-  tutti_peer_t *p = &comm->peers[a->coll == TUTTI_COLL_SEND ? a->peer : comm->rank];
-  size_t bytes = a->count * tutti__dtype_size(a->dtype);
-  /* Both ends describe the pair the same way, so a size or dtype mismatch is caught; the
-   * user's tag travels in the root field (transport.h, matched receives). */
-  comm->fp = (tutti_fingerprint_t){TUTTI_COLL_SEND, (uint8_t)a->dtype, 0, 0, a->tag, a->count};
-  *deadline = tutti__deadline_after(comm->cfg.timeout_s);
-  /* Point-to-point messages count per ordered pair and carry the point-to-point bit, so they
-   * can never be taken for a collective's message (whose tag is the collective sequence
-   * number). Receives match by source and tag (p2p_match.c). */
-  if (a->coll == TUTTI_COLL_SEND)
-    return tutti__isend_tag(comm, x, a->peer, a->sendbuf, bytes, p2p_tag(p->p2p_sent++));
-  return tutti__p2p_irecv(comm, x, a->peer, a->recvbuf, bytes, a->tag, a->status);
-}
-
-/* Elements of sendbuf a reducing collective reads: what a premul-sum must scale. */
-static size_t send_elems(const struct tutti_comm *comm, const tutti_coll_args_t *a) {
-  switch (a->coll) {
-  case TUTTI_COLL_REDUCE_SCATTER: return a->count * (size_t)comm->nranks;
-  case TUTTI_COLL_REDUCE_SCATTERV: {
-    size_t s = 0;
-    for (int i = 0; i < comm->nranks; i++) s += a->counts[i];
-    return s;
-  }
-  default: return a->count;
-  }
-}
-
-static tutti_result_t run_algorithm(struct tutti_comm *comm, tutti_coll_args_t *a) {
-  a->esize = tutti__dtype_size(a->dtype);
-  /* One clock read per call: the deadline counts from the call's start. */
-  a->deadline = comm->call_start_ns + (int64_t)(comm->cfg.timeout_s * 1e9);
-  const tutti_algo_t *algo = tutti__algo_select(comm, a);
-  if (!algo)
-    return tutti__error(comm, TUTTI_ERR_INTERNAL, "no algorithm implements %s",
-                        tutti__coll_name(a->coll));
-  TRACE("coll", comm->rank, "%s #%u: %zu x %s, algorithm %s", tutti__coll_name(a->coll),
-        comm->seq, a->count, tutti__dtype_name((int)a->dtype), algo->name);
-  return algo->fn[a->coll](comm, a);
-}
-
-tutti_result_t tutti__task_run(struct tutti_comm *comm, tutti_task_t *t) {
-  comm->op_name = t->api;
-  TRY(usable(comm));
-  tutti_coll_args_t a = t->a;
-  tutti_result_t res;
-  if (a.coll == TUTTI_COLL_SEND || a.coll == TUTTI_COLL_RECV) {
-    tutti_xfer_t x;
-    int64_t deadline;
-    res = tutti__p2p_post(comm, t, &x, &deadline);
-    if (res == TUTTI_SUCCESS) res = tutti__wait(comm, &x, deadline);
-  } else {
-    comm->seq++;
-    int v = a.coll >= TUTTI_COLL_ALLGATHERV;
-    int rooted = a.coll == TUTTI_COLL_BROADCAST || a.coll == TUTTI_COLL_REDUCE ||
-                 a.coll == TUTTI_COLL_GATHERV || a.coll == TUTTI_COLL_SCATTERV;
-    int reduces = a.coll == TUTTI_COLL_ALLREDUCE || a.coll == TUTTI_COLL_REDUCE ||
-                  a.coll == TUTTI_COLL_REDUCE_SCATTER || a.coll == TUTTI_COLL_REDUCE_SCATTERV;
-    comm->fp = (tutti_fingerprint_t){(uint8_t)a.coll, (uint8_t)a.dtype,
-                                     (uint8_t)(reduces ? a.op : 0), 0, rooted ? a.root : 0,
-                                     v ? 0 : a.count};
-    int fixed = a.coll <= TUTTI_COLL_BARRIER;
-    if (fixed && a.count == 0 && a.coll != TUTTI_COLL_BARRIER) return TUTTI_SUCCESS;
-    void *scaled = NULL;
-    res = TUTTI_SUCCESS;
-    if ((int)a.op >= TUTTI_NUM_OPS)
-      res = tutti__userop_prepare(comm, &a, send_elems(comm, &a), &scaled);
-    comm->call_seq = comm->seq;
-    comm->call_start_ns = tutti__coarse_ns();
-    tutti__call_publish(comm);
-    if (res == TUTTI_SUCCESS) res = run_algorithm(comm, &a);
-    /* In a rooted call a rank may hear from no rank that names another root (receivers read
-     * the root only, roots only send or only receive): compare the published calls of this
-     * host before reporting success. */
-    if (res == TUTTI_SUCCESS && (rooted || comm->verify_seq))
-      res = tutti__call_conflict(comm, rooted);
-    free(scaled);
-  }
-  if (res != TUTTI_SUCCESS) {
-    tutti__comm_fail(comm, res);
-    tutti__drop_ops(comm);
-  }
-  comm->call_seq = 0;
-  return res;
 }
 
 /* ---- Entry points ---------------------------------------------------------------------- */

@@ -60,7 +60,7 @@ tutti_result_t tutti__unique_id_at(const uint32_t *ip, tutti_unique_id_t *id) {
 
 tutti_result_t tutti_get_unique_id(tutti_unique_id_t *id) { return tutti__unique_id_at(NULL, id); }
 
-/* Groups ranks by host and picks each peer's transport. */
+/* Groups ranks by host and picks each peer's transport (the registry's rule). */
 static tutti_result_t place_peers(struct tutti_comm *comm) {
   tutti_peer_t *me = &comm->peers[comm->rank];
   comm->nlocal = 0;
@@ -68,28 +68,10 @@ static tutti_result_t place_peers(struct tutti_comm *comm) {
     tutti_peer_t *p = &comm->peers[r];
     int same = !strcmp(p->host, me->host) && !strcmp(p->boot_id, me->boot_id);
     p->local_index = same ? comm->nlocal++ : -1;
-    if (r == comm->rank) continue;
-    if (!same && comm->cfg.transport == TUTTI_TRANSPORT_SHM) {
-      char who[128];
-      return tutti__error(comm, TUTTI_ERR_INVALID_USAGE, "TUTTI_TRANSPORT=shm, but %s is on "
-                          "another host", tutti__peer_desc(comm, r, who, sizeof who));
-    }
-    p->kind = same && comm->cfg.transport != TUTTI_TRANSPORT_TCP ? TUTTI_TRANSPORT_SHM
-                                                                  : TUTTI_TRANSPORT_TCP;
   }
+  TRY(tutti__transport_place(comm));
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   comm->oversubscribed = cpus > 0 && comm->nlocal > cpus;
-  return TUTTI_SUCCESS;
-}
-
-static tutti_result_t connect_transports(struct tutti_comm *comm, int data_fd) {
-  int need_shm = 0, need_tcp = 0;
-  for (int r = 0; r < comm->nranks; r++) {
-    need_shm |= comm->peers[r].kind == TUTTI_TRANSPORT_SHM;
-    need_tcp |= comm->peers[r].kind == TUTTI_TRANSPORT_TCP;
-  }
-  if (need_shm) TRY(tutti__shm_create(comm, &comm->shm));
-  if (need_tcp) TRY(tutti__tcp_create(comm, data_fd, &comm->tcp));
   return TUTTI_SUCCESS;
 }
 
@@ -163,14 +145,13 @@ static tutti_result_t comm_build(struct tutti_comm *comm, uint32_t root_ip, uint
   free(table);
   int64_t t_rdv = tutti__now_ns();
   TRY_GOTO(place_peers(comm), res, out);
-  TRY_GOTO(connect_transports(comm, dfd), res, out);
+  TRY_GOTO(tutti__transport_connect(comm, dfd), res, out);
   TRY_GOTO(tutti__model_agree(comm), res, out);
   /* Kept for tutti_comm_shrink: the survivors find each other through these listeners. */
   comm->listen_fd = dfd;
   dfd = -1;
-  const char *tp = comm->tcp && comm->shm ? "shm+tcp" : comm->tcp ? "tcp"
-                 : comm->shm                ? "shm"
-                                            : "self";
+  char tp[64];
+  tutti__transport_label(comm, tp, sizeof tp);
   /* Where init's time goes: the rendezvous (bootstrap) or the transports' set-up. */
   INFO("boot", comm->rank, "joined: %d ranks, %d on this host, transport %s; rendezvous %.3f s, "
        "transports %.3f s", comm->nranks, comm->nlocal, tp, (double)(t_rdv - t_start) / 1e9,
@@ -192,11 +173,10 @@ void tutti__comm_free(struct tutti_comm *comm) {
   if (comm->listen_fd >= 0) close(comm->listen_fd);
   if (comm->retired_fd >= 0) close(comm->retired_fd);
   free(comm->userops);
-  if (comm->shm) comm->shm->ops->destroy(comm->shm);
-  if (comm->tcp) comm->tcp->ops->destroy(comm->tcp);
-  if (comm->mem) comm->mem->ops->destroy(comm->mem); /* mem transport hook (issue 13) */
+  for (int i = 0; i < comm->ntps; i++) comm->tps[i]->ops->destroy(comm->tps[i]);
   if (comm->scratch) munmap(comm->scratch, comm->scratch_bytes);
   free(comm->wants);
+  free(comm->active);
   free(comm->cma_ops);
   free(comm->cma_descs);
   free(comm->cma_tokens);
@@ -219,10 +199,11 @@ tutti_result_t tutti__comm_alloc(int nranks, int rank, const char *op,
   comm->op_name = op;
   comm->peers = calloc((size_t)nranks, sizeof *comm->peers);
   comm->wants = calloc((size_t)nranks, sizeof *comm->wants);
+  comm->active = calloc((size_t)nranks, sizeof *comm->active);
   comm->cma_ops = calloc(2 * (size_t)nranks, sizeof(tutti_xfer_t));
   comm->cma_descs = calloc((size_t)nranks, 2 * sizeof(uint64_t));
   comm->cma_tokens = calloc((size_t)nranks, sizeof *comm->cma_tokens);
-  if (!comm->peers || !comm->wants || !comm->cma_ops || !comm->cma_descs || !comm->cma_tokens) {
+  if (!comm->peers || !comm->wants || !comm->active || !comm->cma_ops || !comm->cma_descs || !comm->cma_tokens) {
     res = tutti__error(comm, TUTTI_ERR_SYSTEM, "out of memory for %d ranks", nranks);
     goto fail;
   }
@@ -365,17 +346,9 @@ tutti_result_t tutti_comm_abort(tutti_comm_t comm) {
    * are touched here; the owner sees the flag and unwinds its own state. */
   static const char why[] = "tutti_comm_abort was called";
   atomic_store(&comm->aborted, 1);
-  if (comm->shm) {
-    comm->shm->ops->fail(comm->shm, why);
-    comm->shm->ops->wake(comm->shm);
-  }
-  if (comm->tcp) {
-    comm->tcp->ops->fail(comm->tcp, why);
-    comm->tcp->ops->wake(comm->tcp);
-  }
-  if (comm->mem) { /* mem transport hook (issue 13) */
-    comm->mem->ops->fail(comm->mem, why);
-    comm->mem->ops->wake(comm->mem);
+  for (int i = 0; i < comm->ntps; i++) {
+    comm->tps[i]->ops->fail(comm->tps[i], why);
+    comm->tps[i]->ops->wake(comm->tps[i]);
   }
   return TUTTI_SUCCESS;
 }

@@ -41,12 +41,7 @@ typedef struct tutti_engine {
 static _Thread_local struct {
   int depth;
   struct tutti_request *head, *tail;
-  tutti_result_t err; /* the first call of the group that failed its checks */
 } group;
-
-void tutti__group_note_error(tutti_result_t res) {
-  if (group.depth > 0 && group.err == TUTTI_SUCCESS) group.err = res;
-}
 
 static struct tutti_request *request_new(struct tutti_comm *comm, const tutti_task_t *t) {
   struct tutti_request *r = calloc(1, sizeof *r);
@@ -364,9 +359,7 @@ static tutti_result_t enqueue(struct tutti_comm *comm, struct tutti_request *r) 
 
 void tutti__engine_kick(struct tutti_comm *comm) {
   atomic_store(&comm->work_pending, 1);
-  if (comm->shm) comm->shm->ops->wake(comm->shm);
-  if (comm->tcp) comm->tcp->ops->wake(comm->tcp);
-  if (comm->mem) comm->mem->ops->wake(comm->mem); /* mem transport hook (issue 13) */
+  for (int i = 0; i < comm->ntps; i++) comm->tps[i]->ops->wake(comm->tps[i]);
 }
 
 int tutti__engine_idle(struct tutti_comm *comm) {
@@ -462,7 +455,8 @@ tutti_result_t tutti_request_status(tutti_request_t req, tutti_status_t *status)
 }
 
 tutti_result_t tutti_group_start(void) {
-  group.depth++;
+  /* From here error.c keeps the first error of this thread's calls for tutti_group_end. */
+  if (group.depth++ == 0) tutti__group_errors(1);
   return TUTTI_SUCCESS;
 }
 
@@ -515,8 +509,7 @@ tutti_result_t tutti_group_end(void) {
   /* A call that failed its checks inside the group returned its error then, with its
    * sentence on its communicator; the group's other calls still run (the ranks' groups
    * stay alike when every rank made the same mistake), and the group reports it too. */
-  tutti_result_t first = group.err;
-  group.err = TUTTI_SUCCESS;
+  tutti_result_t first = tutti__group_errors(0);
   struct tutti_request *rest = group.head, *groups = NULL, **gtail = &groups;
   group.head = group.tail = NULL;
   /* One group request per communicator, members kept in issue order. */

@@ -28,10 +28,6 @@ tutti_result_t tutti__p2p_post(struct tutti_comm *comm, const tutti_task_t *t, t
 tutti_result_t tutti__engine_submit(struct tutti_comm *comm, const tutti_task_t *t,
                                     tutti_request_t *req);
 
-/* Remembers res as the failure of the group this thread has open, if any, for
- * tutti_group_end to return (error.c calls it for every error recorded). */
-void tutti__group_note_error(tutti_result_t res);
-
 /* Whether no request of comm is queued or running (finished, unfreed ones do not count). */
 int tutti__engine_idle(struct tutti_comm *comm);
 

@@ -2,9 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/engine.h"
 #include "core/internal.h"
-#include "transport/transport.h"
 
 const char *tutti_result_string(tutti_result_t result) {
   switch (result) {
@@ -30,13 +28,26 @@ const char *tutti_comm_last_error(tutti_comm_t comm) {
  * argument error after it is news about that call, so it is kept too, after the cause, in
  * place of the previous such note. An argument (or soft usage) error before any failure
  * leaves the communicator usable, so the next error replaces it. */
+/* The group this thread has open (engine.c): thread-local, as a group is the thread's. */
+static _Thread_local struct {
+  int open;
+  tutti_result_t err; /* the first call of the group that failed its checks */
+} group;
+
+tutti_result_t tutti__group_errors(int open) {
+  tutti_result_t err = group.err;
+  group.open = open;
+  group.err = TUTTI_SUCCESS;
+  return err;
+}
+
 static tutti_result_t record(struct tutti_comm *comm, tutti_result_t res, int soft,
                              const char *fmt, va_list ap) {
   char reason[384];
   vsnprintf(reason, sizeof reason, fmt, ap);
   const char *op = comm->op_name ? comm->op_name : "tutti";
   WARN("coll", comm->rank, "%s: %s (%s)", op, reason, tutti_result_string(res));
-  tutti__group_note_error(res);
+  if (group.open && group.err == TUTTI_SUCCESS) group.err = res;
   char call[48] = "";
   if (comm->call_seq) snprintf(call, sizeof call, " call #%u", comm->call_seq);
   /* A spin lock: held for one snprintf, and only on the error path. */
@@ -70,14 +81,6 @@ tutti_result_t tutti__error_soft(struct tutti_comm *comm, tutti_result_t res, co
   record(comm, res, 1, fmt, ap);
   va_end(ap);
   return res;
-}
-
-void tutti__comm_fail(struct tutti_comm *comm, tutti_result_t res) {
-  if (comm->failed != TUTTI_SUCCESS) return;
-  comm->failed = res;
-  if (comm->shm) comm->shm->ops->fail(comm->shm, comm->last_error);
-  if (comm->tcp) comm->tcp->ops->fail(comm->tcp, comm->last_error);
-  if (comm->mem) comm->mem->ops->fail(comm->mem, comm->last_error); /* mem hook (issue 13) */
 }
 
 const char *tutti__peer_desc(const struct tutti_comm *comm, int peer, char *buf, size_t len) {

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "algo/algo.h"
+#include "core/colls.h"
 #include "core/forensics.h"
 #include "kernels/kernels.h"
 #include "transport/transport.h"

@@ -61,8 +61,11 @@ void tutti__log_banner(int rank, int nranks, int nlocal, const char *transport, 
 
 /* ---- Configuration ------------------------------------------------------------------- */
 
-/* MEM: peers that are threads of this process (transport/mem.c); never set by TUTTI_TRANSPORT. */
+/* The registry's rows (transport/registry.c), as TUTTI_TRANSPORT names them and peers[r].kind
+ * holds them. MEM: peers that are threads of this process; never set by TUTTI_TRANSPORT. */
 enum { TUTTI_TRANSPORT_AUTO = 0, TUTTI_TRANSPORT_SHM, TUTTI_TRANSPORT_TCP, TUTTI_TRANSPORT_MEM };
+/* The most transports one communicator holds at once. */
+#define TUTTI_MAX_TRANSPORTS 4
 
 /* One TUTTI_TUNE rule: collective coll (a tutti_coll_t) with lo <= bytes < hi runs the
  * algorithm at index algo of the algorithm table. */
@@ -151,7 +154,7 @@ typedef struct tutti_peer {
   char host[TUTTI_HOST_BYTES];
   char boot_id[40];
   int local_index; /* index among the ranks of this host, or -1 for a remote host */
-  int kind;        /* TUTTI_TRANSPORT_SHM or _TCP for peers, 0 for this rank */
+  int kind;        /* the registry row serving this peer (TUTTI_TRANSPORT_*), 0 for this rank */
   struct tutti_transport *tp;
   uint32_t p2p_sent, p2p_rcvd; /* point-to-point messages to / from this peer so far */
   /* The latest collective call whose message from this peer arrived (so it posted that call)
@@ -159,6 +162,7 @@ typedef struct tutti_peer {
   uint32_t seen_seq, sent_seq;
   struct tutti_xfer *sendq_head, *sendq_tail; /* posted, unfinished sends to this peer */
   struct tutti_xfer *recvq_head, *recvq_tail; /* posted, unfinished receives from it */
+  int active; /* in comm->active: it may have posted operations (progress.c) */
 } tutti_peer_t;
 
 struct tutti_comm {
@@ -171,15 +175,18 @@ struct tutti_comm {
   int nlocal;          /* ranks on this host, this one included */
   int oversubscribed;  /* more local ranks than CPUs: yield instead of spinning */
   int cma;             /* every rank is on this host and may read the others' memory */
-  struct tutti_transport *shm;
-  struct tutti_transport *tcp;
-  struct tutti_transport *mem; /* ranks as threads (transport/mem.c; issue 13 hook) */
+  /* The live transports (transport/registry.c), each serving the peers whose tp it is. */
+  struct tutti_transport *tps[TUTTI_MAX_TRANSPORTS];
+  int ntps;
+  struct tutti_transport *mbox;  /* the transport whose mailboxes serve every peer, or NULL */
+  struct tutti_transport *calls; /* the transport publishing calls on this host, or NULL */
+  int thread_ranks;    /* the peers are threads of this process: sleep rather than yield */
   uint32_t seq;        /* collectives started on this communicator */
   uint32_t call_seq;   /* the collective running now (its seq), or 0 between calls */
   /* Set while init agrees on the tuning model (tune/agree.c): a peer that already left init
    * and failed its first call must not fail this rank's init, whose data is on its way. */
   int in_agreement;
-  int post_wait; /* 1 + the local peer whose one-shot mailbox this rank waits on, or 0 */
+  int post_wait; /* 1 + the peer the wait loop's condition (a one-shot mailbox) waits on, or 0 */
   uint32_t verify_seq; /* the oldest rooted call some local peer had not published, or 0 */
   int64_t call_start_ns;
   unsigned report_seen; /* SIGUSR1 reports already written (forensics.c) */
@@ -202,6 +209,10 @@ struct tutti_comm {
   char last_error[768];
   size_t error_first_len; /* length of the first failure's sentence in last_error, 0 if none */
   struct tutti_want *wants; /* nranks entries, used by the wait loop */
+  /* The peers that may have posted operations (nranks entries, nactive used): the wait loop
+   * scans these, so a wake-up costs the same at 4,096 ranks as at 2 (progress.c). */
+  int *active;
+  int nactive;
   struct tutti_xfer *cma_ops; /* 2 * nranks transfers for the single-copy algorithms */
   void *cma_descs;     /* nranks buffer descriptors (algo/cma.c) */
   uint64_t *cma_tokens; /* nranks completion tokens */
@@ -227,11 +238,17 @@ tutti_result_t tutti__error(struct tutti_comm *comm, tutti_result_t res, const c
 tutti_result_t tutti__error_soft(struct tutti_comm *comm, tutti_result_t res, const char *fmt,
                                  ...) __attribute__((format(printf, 3, 4)));
 
+/* Starts (open 1) or ends (open 0) keeping the first error this thread records, for the
+ * group this thread has open (engine.c's tutti_group_start / _end); ending returns it, or
+ * TUTTI_SUCCESS if none. */
+tutti_result_t tutti__group_errors(int open);
+
 /* Records why this thread's communicator creation failed (tutti_last_init_error). */
 void tutti__init_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Marks comm failed with res (after tutti__error recorded why) and tells the peers through
- * every transport, so that ranks waiting on this one fail promptly instead of timing out. */
+ * every transport, so that ranks waiting on this one fail promptly instead of timing out
+ * (transport/registry.c: it loops over the live transports). */
 void tutti__comm_fail(struct tutti_comm *comm, tutti_result_t res);
 
 /* "rank 3 (pid 812 on host a)" into buf. */

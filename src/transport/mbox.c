@@ -22,28 +22,14 @@
 #include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
-#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
-#include "core/forensics.h"
 #include "transport/header_check.h"
 #include "transport/shm_seg.h"
 
-static shm_transport_t *mbox_transport(const struct tutti_comm *comm) {
-  return comm->shm && comm->nlocal == comm->nranks ? (shm_transport_t *)comm->shm : NULL;
-}
-
-size_t tutti__mbox_capacity(const struct tutti_comm *comm) {
-  return mbox_transport(comm) && comm->cfg.transport != TUTTI_TRANSPORT_TCP ? MBOX_BYTES : 0;
-}
-
-static inline void cpu_relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
+_Static_assert(MBOX_BYTES == TUTTI_MBOX_BYTES, "the mailbox capacity the tuner is told");
 
 /* Serial-number order: the counters may wrap. */
 static inline int reached(uint32_t have, uint32_t want) { return (int32_t)(have - want) >= 0; }
@@ -65,26 +51,6 @@ static tutti_result_t queue_conflict(shm_transport_t *s, int li) {
   return tutti__error(comm, TUTTI_ERR_INVALID_USAGE, "%s", msg);
 }
 
-static tutti_result_t wait_timeout(shm_transport_t *s, int li, uint32_t call) {
-  struct tutti_comm *comm = s->base.comm;
-  char who[128];
-  int peer = s->global[li];
-  comm->post_wait = peer + 1;
-  tutti__forensics_log(comm, "timeout", 0);
-  comm->post_wait = 0;
-  int stopped = tutti__stopped_peer(comm);
-  if (stopped >= 0) peer = stopped;
-  if (!comm->culprit) comm->culprit = peer + 1;
-  tutti__peer_desc(comm, peer, who, sizeof who);
-  return tutti__error(comm, TUTTI_ERR_TIMEOUT, "timed out after %.1f s: %s %s call #%u (%s, "
-                      "%llu bytes, one-shot: its mailbox part; its one-shot call before was "
-                      "checked here: %s)",
-                      comm->cfg.timeout_s, who,
-                      stopped >= 0 ? "is stopped (SIGSTOP) and never posted" : "never posted",
-                      s->mhdr.seq, atomic_load(&comm->op_name), (unsigned long long)s->mhdr.len,
-                      reached(s->mseen[li], call - 1) ? "yes" : "no");
-}
-
 /* Sleeps on this rank's doorbell until a poster rings it or slice_ms pass; posters ring only
  * ranks that announced sleep, so the announce-then-recheck order matters (see mbox_post). */
 static void sleep_on(shm_transport_t *s, shm_mbox_t *b, uint32_t call, int slice_ms) {
@@ -98,50 +64,47 @@ static void sleep_on(shm_transport_t *s, shm_mbox_t *b, uint32_t call, int slice
   atomic_store(&me->sleeping, 0);
 }
 
-/* Waits until local rank li's mailbox holds call (or a later one). Spins about as long as a
- * wake-up costs (yielding instead where ranks outnumber cores, so the peer gets the core),
- * then sleeps in slices that bound how late a failure or an abort is seen. */
-static tutti_result_t wait_posted(shm_transport_t *s, int li, uint32_t call, int64_t deadline) {
-  shm_mbox_t *b = mbox_of(s, li, call);
-  if (reached(atomic_load_explicit(&b->ready, memory_order_acquire), call)) return TUTTI_SUCCESS;
-  struct tutti_comm *comm = s->base.comm;
-  int over = comm->oversubscribed;
-  int64_t spin_ns = (int64_t)(comm->cfg.spin_us * 1000) * (over ? 4 : 1), spin_until = 0;
-  for (unsigned idle = 1;; idle++) {
-    if (reached(atomic_load_explicit(&b->ready, memory_order_acquire), call))
-      return TUTTI_SUCCESS;
-    /* A yield every 64 pauses (~1.5 us here): the peer may share this very core (other jobs,
-     * or the scheduler), and then it posts only once this rank lets it run. */
-    if (over || !(idle & 63))
-      sched_yield();
-    else
-      cpu_relax();
-    if (idle & 63) continue;
-    int64_t now = tutti__now_ns();
-    if (!spin_until) spin_until = now + spin_ns;
-    if (atomic_load_explicit(&comm->aborted, memory_order_relaxed))
-      return tutti__error(comm, TUTTI_ERR_ABORTED, "the communicator was aborted");
-    int exited = now >= spin_until && tutti__shm_exited(s, li);
-    if (exited || atomic_load(&s->hdr->failed)) {
-      /* The peer may have posted, finished and gone (or failed later) since the check
-       * above: what it posted stands. */
-      if (reached(atomic_load_explicit(&b->ready, memory_order_acquire), call))
-        return TUTTI_SUCCESS;
-      TRY(tutti__shm_check_failed(s));
-      if (exited) {
-        tutti_want_t w = {s->global[li], TUTTI_WANT_RECV};
-        TRY(tutti__shm_check_alive(s, &w, 1));
-      }
+/* Waiting for local rank li's post of a call (progress.c's wait loop, tutti__wait_cond). */
+typedef struct post_wait {
+  shm_transport_t *s;
+  shm_mbox_t *b;
+  int li;
+  uint32_t call;
+} post_wait_t;
+
+static int posted(const tutti_cond_t *c) {
+  const post_wait_t *w = c->ctx;
+  return reached(atomic_load_explicit(&w->b->ready, memory_order_acquire), w->call);
+}
+
+static tutti_result_t post_check(const tutti_cond_t *c, int spun) {
+  const post_wait_t *w = c->ctx;
+  shm_transport_t *s = w->s;
+  int exited = spun && tutti__shm_exited(s, w->li);
+  if (exited || atomic_load(&s->hdr->failed)) {
+    /* The peer may have posted, finished and gone (or failed later) since the last look:
+     * what it posted stands. */
+    if (posted(c)) return TUTTI_SUCCESS;
+    TRY(tutti__shm_check_failed(s));
+    if (exited) {
+      tutti_want_t want = {s->global[w->li], TUTTI_WANT_RECV};
+      TRY(tutti__shm_check_alive(s, &want, 1));
     }
-    if (now < spin_until) continue;
-    TRY(queue_conflict(s, li));
-    if (now >= deadline) return wait_timeout(s, li, call);
-    comm->post_wait = s->global[li] + 1;
-    tutti__forensics_poll(comm);
-    comm->post_wait = 0;
-    int64_t left_ms = (deadline - now) / 1000000;
-    sleep_on(s, b, call, left_ms < 100 ? (int)left_ms + 1 : 100);
   }
+  return spun ? queue_conflict(s, w->li) : TUTTI_SUCCESS;
+}
+
+static void post_sleep(const tutti_cond_t *c, int ms) {
+  const post_wait_t *w = c->ctx;
+  sleep_on(w->s, w->b, w->call, ms);
+}
+
+/* Waits until local rank li's mailbox holds call (or a later one), in the one wait loop. */
+static tutti_result_t wait_posted(shm_transport_t *s, int li, uint32_t call, int64_t deadline) {
+  post_wait_t w = {s, mbox_of(s, li, call), li, call};
+  tutti_cond_t c = {posted, post_check, post_sleep, s->global[li], &w};
+  if (posted(&c)) return TUTTI_SUCCESS;
+  return tutti__wait_cond(s->base.comm, &c, deadline);
 }
 
 /* Checks the header local rank li posted against the one this rank posted for the call. */
@@ -178,8 +141,8 @@ static tutti_result_t check_since(shm_transport_t *s, int li, uint32_t upto) {
   return TUTTI_SUCCESS;
 }
 
-tutti_result_t tutti__mbox_begin(struct tutti_comm *comm, int64_t deadline) {
-  shm_transport_t *s = mbox_transport(comm);
+static tutti_result_t mbox_begin(tutti_transport_t *t, int64_t deadline) {
+  shm_transport_t *s = (shm_transport_t *)t;
   uint32_t call = ++s->mseq;
   for (int li = 0; li < s->nlocal; li++) {
     if (li == s->me) continue;
@@ -195,9 +158,10 @@ tutti_result_t tutti__mbox_begin(struct tutti_comm *comm, int64_t deadline) {
   return TUTTI_SUCCESS;
 }
 
-tutti_result_t tutti__mbox_post(struct tutti_comm *comm, const void *data, size_t len,
+static tutti_result_t mbox_post(tutti_transport_t *t, const void *data, size_t len,
                                 size_t call_bytes) {
-  shm_transport_t *s = mbox_transport(comm);
+  shm_transport_t *s = (shm_transport_t *)t;
+  struct tutti_comm *comm = t->comm;
   uint32_t call = s->mseq;
   shm_mbox_t *b = mbox_of(s, s->me, call);
   s->mhdr = (tutti_msg_hdr_t){TUTTI_MSG_MAGIC, comm->seq, call_bytes, comm->fp};
@@ -218,9 +182,10 @@ tutti_result_t tutti__mbox_post(struct tutti_comm *comm, const void *data, size_
   return TUTTI_SUCCESS;
 }
 
-tutti_result_t tutti__mbox_get(struct tutti_comm *comm, int peer, int64_t deadline,
+static tutti_result_t mbox_get(tutti_transport_t *t, int peer, int64_t deadline,
                                const char **data) {
-  shm_transport_t *s = mbox_transport(comm);
+  shm_transport_t *s = (shm_transport_t *)t;
+  struct tutti_comm *comm = t->comm;
   int li = comm->peers[peer].local_index;
   shm_mbox_t *b = mbox_of(s, li, s->mseq);
   if (li != s->me) {
@@ -231,10 +196,13 @@ tutti_result_t tutti__mbox_get(struct tutti_comm *comm, int peer, int64_t deadli
   return TUTTI_SUCCESS;
 }
 
-tutti_result_t tutti__mbox_conflict(struct tutti_comm *comm) {
-  shm_transport_t *s = mbox_transport(comm);
-  /* Only inside a collective: point-to-point calls keep the last collective's number. */
-  if (!s || comm->call_seq != comm->seq) return TUTTI_SUCCESS;
+/* For a rank waiting on its queues: TUTTI_ERR_INVALID_USAGE if a peer runs the current call
+ * through its mailbox (the ranks chose different algorithms for what should be one call). */
+static tutti_result_t mbox_conflict(shm_transport_t *s) {
+  struct tutti_comm *comm = s->base.comm;
+  /* Only where the mailboxes serve every peer, and only inside a collective: point-to-point
+   * calls keep the last collective's number. */
+  if (comm->mbox != &s->base || comm->call_seq != comm->seq) return TUTTI_SUCCESS;
   for (int li = 0; li < s->nlocal; li++)
     for (uint32_t k = 0; k < MBOX_DEPTH && li != s->me; k++) {
       const shm_mbox_t *b = mbox_of(s, li, k);
@@ -258,14 +226,10 @@ tutti_result_t tutti__mbox_conflict(struct tutti_comm *comm) {
 
 /* ---- Published calls ------------------------------------------------------------------ */
 
-static shm_transport_t *local_transport(const struct tutti_comm *comm) {
-  shm_transport_t *s = (shm_transport_t *)comm->shm;
-  return s && s->nlocal > 1 ? s : NULL;
-}
-
-void tutti__call_publish(struct tutti_comm *comm) {
-  shm_transport_t *s = local_transport(comm);
-  if (!s) return;
+static void call_publish(tutti_transport_t *t) {
+  shm_transport_t *s = (shm_transport_t *)t;
+  struct tutti_comm *comm = t->comm;
+  if (s->nlocal < 2) return;
   __typeof__(&s->slots[0].calls[0]) e = &s->slots[s->me].calls[comm->seq % CALL_DEPTH];
   uint64_t w[2];
   _Static_assert(sizeof comm->fp == sizeof w, "fingerprint size");
@@ -314,9 +278,10 @@ static tutti_result_t check_call(struct tutti_comm *comm, shm_transport_t *s, ui
   return TUTTI_SUCCESS;
 }
 
-tutti_result_t tutti__call_conflict(struct tutti_comm *comm, int rooted) {
-  shm_transport_t *s = local_transport(comm);
-  if (!s || comm->call_seq != comm->seq || comm->seq == 0) return TUTTI_SUCCESS;
+static tutti_result_t call_conflict(tutti_transport_t *t, int rooted) {
+  shm_transport_t *s = (shm_transport_t *)t;
+  struct tutti_comm *comm = t->comm;
+  if (s->nlocal < 2 || comm->call_seq != comm->seq || comm->seq == 0) return TUTTI_SUCCESS;
   int all;
   /* Rooted calls not yet seen on every peer, oldest first, then the current one. */
   while (comm->verify_seq && reached(comm->seq, comm->verify_seq) &&
@@ -331,3 +296,16 @@ tutti_result_t tutti__call_conflict(struct tutti_comm *comm, int rooted) {
   if (rooted && !all && !comm->verify_seq) comm->verify_seq = comm->seq;
   return TUTTI_SUCCESS;
 }
+
+tutti_result_t tutti__shm_check(tutti_transport_t *t) {
+  TRY(mbox_conflict((shm_transport_t *)t));
+  return call_conflict(t, 0);
+}
+
+const tutti_mbox_ops_t tutti__shm_mbox_ops = {
+    .begin = mbox_begin,
+    .post = mbox_post,
+    .get = mbox_get,
+    .call_publish = call_publish,
+    .call_conflict = call_conflict,
+};

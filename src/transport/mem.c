@@ -467,12 +467,14 @@ static const tutti_transport_ops_t mem_ops = {
 
 /* ---- Counters -------------------------------------------------------------------------- */
 
-int tutti__mem_is(const struct tutti_comm *comm) { return comm && comm->mem; }
+int tutti__mem_is(const struct tutti_comm *comm) {
+  return comm && tutti__transport_of(comm, TUTTI_TRANSPORT_MEM);
+}
 
 void tutti__mem_stats(const struct tutti_comm *comm, tutti_mem_stats_t *out) {
   memset(out, 0, sizeof *out);
   if (!tutti__mem_is(comm)) return;
-  const mem_transport_t *t = (const mem_transport_t *)comm->mem;
+  const mem_transport_t *t = (const mem_transport_t *)tutti__transport_of(comm, TUTTI_TRANSPORT_MEM);
   *out = t->st;
   out->steps = t->steps;
   out->path_bytes = t->path_bytes;
@@ -481,7 +483,7 @@ void tutti__mem_stats(const struct tutti_comm *comm, tutti_mem_stats_t *out) {
 
 void tutti__mem_stats_reset(struct tutti_comm *comm) {
   if (!tutti__mem_is(comm)) return;
-  mem_transport_t *t = (mem_transport_t *)comm->mem;
+  mem_transport_t *t = (mem_transport_t *)tutti__transport_of(comm, TUTTI_TRANSPORT_MEM);
   int queues = t->st.queues_out;
   memset(&t->st, 0, sizeof t->st);
   t->st.queues_out = queues;
@@ -492,7 +494,7 @@ void tutti__mem_stats_reset(struct tutti_comm *comm) {
 
 void tutti__mem_set_model(struct tutti_comm *comm, double alpha, double beta) {
   if (!tutti__mem_is(comm)) return;
-  mem_transport_t *t = (mem_transport_t *)comm->mem;
+  mem_transport_t *t = (mem_transport_t *)tutti__transport_of(comm, TUTTI_TRANSPORT_MEM);
   t->alpha = alpha;
   t->beta = beta;
 }
@@ -523,7 +525,7 @@ static tutti_result_t make_rank(mem_group_t *g, int r, const tutti_config_t *cfg
   t->alpha = 1e-6;
   t->beta = 1.0 / 10e9;
   t->epoch = 1;
-  comm->mem = &t->base;
+  tutti__transport_attach(comm, TUTTI_TRANSPORT_MEM, &t->base);
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   comm->nlocal = g->n;
   comm->oversubscribed = cpus > 0 && g->n > cpus;

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "algo/algo.h"
+#include "core/colls.h"
 #include "core/forensics.h"
 #include "kernels/kernels.h"
 #include "transport/header_check.h"
@@ -72,7 +72,7 @@ static tutti_result_t progress_sends(struct tutti_comm *comm, int peer, int *mov
 }
 
 static const char *coll_label(int coll) {
-  return coll == TUTTI_COLL_SEND ? "send/recv" : tutti__coll_name((tutti_coll_t)coll);
+  return tutti__coll_info(coll)->label;
 }
 
 /* Compares what the peer says it is calling with what this rank calls, field by field, so the
@@ -223,11 +223,36 @@ static tutti_result_t progress_peer(struct tutti_comm *comm, int peer, int *move
   return progress_recvs(comm, peer, moved_any);
 }
 
+/* Puts peer on the active list, where the wait loop looks for posted operations. */
+static inline void activate(struct tutti_comm *comm, int peer) {
+  tutti_peer_t *p = &comm->peers[peer];
+  if (!p->active) {
+    p->active = 1;
+    comm->active[comm->nactive++] = peer;
+  }
+}
+
 static tutti_result_t progress_all(struct tutti_comm *comm, int *moved_any) {
-  for (int i = 0; i < comm->nranks; i++) {
+  if (comm->p2p) {
+    /* Matched receives (any source among them) may want any peer: look at every one. */
+    for (int i = 0; i < comm->nranks; i++) {
+      tutti_peer_t *p = &comm->peers[i];
+      if (p->sendq_head || p->recvq_head || tutti__p2p_wants(comm, i))
+        TRY(progress_peer(comm, i, moved_any));
+    }
+    return TUTTI_SUCCESS;
+  }
+  for (int k = 0; k < comm->nactive;) {
+    int i = comm->active[k];
     tutti_peer_t *p = &comm->peers[i];
-    if (p->sendq_head || p->recvq_head || tutti__p2p_wants(comm, i))
-      TRY(progress_peer(comm, i, moved_any));
+    if (p->sendq_head || p->recvq_head) TRY(progress_peer(comm, i, moved_any));
+    if (p->sendq_head || p->recvq_head) {
+      k++;
+      continue;
+    }
+    /* Nothing posted any more: off the list (the order of the list does not matter). */
+    p->active = 0;
+    comm->active[k] = comm->active[--comm->nactive];
   }
   return TUTTI_SUCCESS;
 }
@@ -237,6 +262,7 @@ tutti_result_t tutti__isend_tag(struct tutti_comm *comm, tutti_xfer_t *op, int p
   tutti_peer_t *p = &comm->peers[peer];
   tutti__xfer_init(comm, op, TUTTI_OP_SEND, peer, (void *)buf, len, tag);
   enqueue(&p->sendq_head, &p->sendq_tail, op);
+  activate(comm, peer);
   /* Start moving at once: small messages usually finish here, without entering the wait. */
   int moved = 0;
   return progress_sends(comm, peer, &moved);
@@ -247,6 +273,7 @@ tutti_result_t tutti__irecv_tag(struct tutti_comm *comm, tutti_xfer_t *op, int p
   tutti_peer_t *p = &comm->peers[peer];
   tutti__xfer_init(comm, op, TUTTI_OP_RECV, peer, buf, len, tag);
   enqueue(&p->recvq_head, &p->recvq_tail, op);
+  activate(comm, peer);
   return TUTTI_SUCCESS;
 }
 
@@ -265,7 +292,9 @@ void tutti__drop_ops(struct tutti_comm *comm) {
     tutti_peer_t *p = &comm->peers[i];
     p->sendq_head = p->sendq_tail = NULL;
     p->recvq_head = p->recvq_tail = NULL;
+    p->active = 0;
   }
+  comm->nactive = 0;
   tutti__p2p_drop(comm);
 }
 
@@ -275,6 +304,9 @@ void tutti__drop_ops(struct tutti_comm *comm) {
 static tutti_result_t timeout_error(struct tutti_comm *comm) {
   char what[400] = "no peer is pending", who[128];
   int waited = -1;
+  /* A rank waiting on a condition (a one-shot mailbox) waits on that peer, queues or not. */
+  if (comm->post_wait && tutti__forensics_peer(comm, comm->post_wait - 1, what, sizeof what))
+    waited = comm->post_wait - 1;
   for (int i = 0; i < comm->nranks && waited < 0; i++)
     if (i != comm->rank && tutti__forensics_peer(comm, i, what, sizeof what)) waited = i;
   tutti__forensics_log(comm, "timeout", 0);
@@ -292,8 +324,9 @@ static tutti_result_t timeout_error(struct tutti_comm *comm) {
 
 /* Collects, for one transport, which peers this rank waits on. */
 static int collect_wants(struct tutti_comm *comm, tutti_transport_t *tp, tutti_want_t *wants) {
-  int n = 0;
-  for (int i = 0; i < comm->nranks; i++) {
+  int n = 0, all = comm->p2p != NULL, count = all ? comm->nranks : comm->nactive;
+  for (int k = 0; k < count; k++) {
+    int i = all ? k : comm->active[k];
     tutti_peer_t *p = &comm->peers[i];
     if (p->tp != tp) continue;
     int what = (p->sendq_head ? TUTTI_WANT_SEND : 0) |
@@ -311,15 +344,19 @@ static tutti_result_t block_once(struct tutti_comm *comm, int64_t deadline,
   int64_t left_ms = (deadline - tutti__now_ns()) / 1000000;
   /* Short slices bound how late an abort from another thread or a dead peer is noticed. */
   int slice = left_ms < 100 ? (int)(left_ms > 0 ? left_ms : 0) : 100;
-  /* The in-memory transport never shares a communicator with the others (issue 13 hook). */
-  tutti_transport_t *tps[2] = {comm->mem ? comm->mem : comm->shm, comm->tcp};
-  int nw[2] = {0, 0};
-  for (int t = 0; t < 2; t++)
-    if (tps[t]) nw[t] = collect_wants(comm, tps[t], wants + (t ? nw[0] : 0));
-  /* Neither transport can sleep on the other's events, so with both busy each sleeps 1 ms. */
-  if (nw[0] && nw[1]) slice = slice < 1 ? slice : 1;
-  for (int t = 0; t < 2; t++)
-    if (nw[t]) TRY(tps[t]->ops->block(tps[t], wants + (t ? nw[0] : 0), nw[t], slice));
+  int nw[TUTTI_MAX_TRANSPORTS], busy = 0, at = 0;
+  for (int t = 0; t < comm->ntps; t++) {
+    nw[t] = collect_wants(comm, comm->tps[t], wants + at);
+    at += nw[t];
+    busy += nw[t] > 0;
+  }
+  /* No transport can sleep on another's events, so with two busy each sleeps 1 ms. */
+  if (busy > 1) slice = slice < 1 ? slice : 1;
+  at = 0;
+  for (int t = 0; t < comm->ntps; t++) {
+    if (nw[t]) TRY(comm->tps[t]->ops->block(comm->tps[t], wants + at, nw[t], slice));
+    at += nw[t];
+  }
   return TUTTI_SUCCESS;
 }
 
@@ -333,30 +370,49 @@ tutti_result_t tutti__wait(struct tutti_comm *comm, tutti_xfer_t *op, int64_t de
   return tutti__wait_slice(comm, op, deadline, INT64_MAX);
 }
 
-tutti_result_t tutti__wait_slice(struct tutti_comm *comm, tutti_xfer_t *op, int64_t deadline,
-                                 int64_t return_at) {
+/* The one wait loop: until op completes (driving every queue) or, where cond is given, until
+ * cond is met; spin, then sleep in the transport (or in cond's sleep) in short slices, with
+ * one deadline, one abort check and one timeout report for both. */
+static tutti_result_t wait_loop(struct tutti_comm *comm, tutti_xfer_t *op,
+                                const tutti_cond_t *cond, int64_t deadline, int64_t return_at) {
   tutti_result_t res = TUTTI_SUCCESS;
   int64_t spin_until = 0;
   unsigned idle = 0;
-  while (!op->complete) {
+  while (cond ? !cond->met(cond) : !op->complete) {
     if (atomic_load_explicit(&comm->aborted, memory_order_relaxed)) {
       res = tutti__error(comm, TUTTI_ERR_ABORTED, "the communicator was aborted");
       goto out;
     }
-    int moved = 0;
-    TRY_GOTO(progress_all(comm, &moved), res, out);
-    if (op->complete) break;
-    if (moved) {
-      idle = 0;
-      continue;
+    if (!cond) {
+      int moved = 0;
+      TRY_GOTO(progress_all(comm, &moved), res, out);
+      if (op->complete) break;
+      if (moved) {
+        idle = 0;
+        continue;
+      }
     }
     /* Spin about as long as a wake-up costs; with more ranks than cores, spinning steals the
      * core the peer needs, so yield a few times instead and then sleep. */
     if (idle++ == 0) spin_until = tutti__now_ns() + (int64_t)(comm->cfg.spin_us * 1000);
-    if (comm->oversubscribed) {
-      /* Thread ranks (mem.c; issue 13 hook) sleep at once: with hundreds of them a core, a
-       * yield only hands the core to another waiter. */
-      if (idle < 8 && !comm->mem) {
+    if (cond) {
+      /* A condition is one cache line to watch, which costs the peer nothing: spin on it
+       * (four times as long where ranks outnumber cores, yielding on every turn, which
+       * amortises the scheduler's round trips), checking for failures every 64 turns. */
+      if (idle == 1 && comm->oversubscribed)
+        spin_until += 3 * (int64_t)(comm->cfg.spin_us * 1000);
+      if (comm->oversubscribed || !(idle & 63))
+        sched_yield();
+      else
+        cpu_relax();
+      if (idle & 63) continue;
+      int spun = tutti__now_ns() >= spin_until;
+      TRY_GOTO(cond->check(cond, spun), res, out);
+      if (!spun) continue;
+    } else if (comm->oversubscribed) {
+      /* Thread ranks sleep at once: with hundreds of them a core, a yield only hands the
+       * core to another waiter. */
+      if (idle < 8 && !comm->thread_ranks) {
         sched_yield();
         continue;
       }
@@ -369,13 +425,21 @@ tutti_result_t tutti__wait_slice(struct tutti_comm *comm, tutti_xfer_t *op, int6
       continue;
     }
     int64_t now = tutti__now_ns();
+    /* What a timeout or a report names: the peer cond waits on, else the queues' peers. */
+    comm->post_wait = cond ? cond->peer + 1 : 0;
     if (now >= deadline) {
       res = timeout_error(comm);
+      comm->post_wait = 0;
       goto out;
     }
     tutti__forensics_poll(comm);
-    TRY_GOTO(tutti__mbox_conflict(comm), res, out);
-    TRY_GOTO(tutti__call_conflict(comm, 0), res, out);
+    comm->post_wait = 0;
+    if (cond) {
+      int64_t left_ms = (deadline - now) / 1000000;
+      cond->sleep(cond, left_ms < 100 ? (int)left_ms + 1 : 100);
+      continue;
+    }
+    TRY_GOTO(tutti__transport_check(comm), res, out);
     /* New work for the progress thread ends a slice early, so it can post it. */
     if (now >= return_at || atomic_load_explicit(&comm->work_pending, memory_order_relaxed))
       if (return_at != INT64_MAX) return TUTTI_IN_PROGRESS;
@@ -388,4 +452,14 @@ out:
     tutti__drop_ops(comm);
   }
   return res;
+}
+
+tutti_result_t tutti__wait_slice(struct tutti_comm *comm, tutti_xfer_t *op, int64_t deadline,
+                                 int64_t return_at) {
+  return wait_loop(comm, op, NULL, deadline, return_at);
+}
+
+tutti_result_t tutti__wait_cond(struct tutti_comm *comm, const tutti_cond_t *cond,
+                                int64_t deadline) {
+  return wait_loop(comm, NULL, cond, deadline, INT64_MAX);
 }

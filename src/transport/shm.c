@@ -252,32 +252,6 @@ static void shm_wake(tutti_transport_t *t) {
   ring_bell(s, s->me);
 }
 
-/* 1 if pid (of this host) is stopped by a signal: state T in /proc/pid/stat. Not t (traced):
- * LeakSanitizer briefly traces every exiting process of an ASan build. */
-static int pid_stopped(int32_t pid) {
-  char path[64], buf[512];
-  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-  FILE *f = fopen(path, "r");
-  if (!f) return 0;
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[n] = '\0';
-  const char *p = strrchr(buf, ')'); /* the command name may hold spaces and parentheses */
-  return p && p[1] == ' ' && p[2] == 'T';
-}
-
-int tutti__stopped_peer(const struct tutti_comm *comm) {
-  const tutti_peer_t *me = &comm->peers[comm->rank];
-  for (int r = 0; r < comm->nranks; r++) {
-    const tutti_peer_t *p = &comm->peers[r];
-    /* A thread rank of this process (transport/mem.c) is running this very code. */
-    if (r != comm->rank && p->pid != me->pid && strcmp(p->host, me->host) == 0 &&
-        strcmp(p->boot_id, me->boot_id) == 0 && pid_stopped(p->pid))
-      return r;
-  }
-  return -1;
-}
-
 static void shm_fail(tutti_transport_t *t, const char *reason) {
   shm_transport_t *s = (shm_transport_t *)t;
   int32_t expected = 0;
@@ -313,6 +287,8 @@ static const tutti_transport_ops_t shm_ops = {
     .wake = shm_wake,
     .fail = shm_fail,
     .destroy = shm_destroy,
+    .check = tutti__shm_check,
+    .mbox = &tutti__shm_mbox_ops,
 };
 
 static void nap_us(long us) {
@@ -369,7 +345,8 @@ static tutti_result_t cma_check(shm_transport_t *s, int64_t deadline) {
   return TUTTI_SUCCESS;
 }
 
-tutti_result_t tutti__shm_create(struct tutti_comm *comm, tutti_transport_t **out) {
+tutti_result_t tutti__shm_create(struct tutti_comm *comm, int listen_fd, tutti_transport_t **out) {
+  (void)listen_fd;
   tutti_result_t res = TUTTI_SUCCESS;
   shm_transport_t *s = calloc(1, sizeof *s);
   if (!s) return tutti__error(comm, TUTTI_ERR_SYSTEM, "out of memory creating shm transport");

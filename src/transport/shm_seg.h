@@ -166,4 +166,10 @@ int tutti__shm_exited(const shm_transport_t *s, int li);
 /* TUTTI_ERR_REMOTE naming the first of the wanted peers that has exited. */
 tutti_result_t tutti__shm_check_alive(shm_transport_t *s, const tutti_want_t *wants, int n);
 
+/* The mailbox capability of shm_ops (mbox.c): one-shot mailboxes and published calls. */
+extern const tutti_mbox_ops_t tutti__shm_mbox_ops;
+/* shm_ops's check before a sleep (mbox.c): a peer running the current call through its
+ * mailbox while this rank uses its queues, or publishing another call. */
+tutti_result_t tutti__shm_check(tutti_transport_t *t);
+
 #endif

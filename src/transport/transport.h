@@ -24,6 +24,8 @@ typedef struct tutti_want {
   int what;
 } tutti_want_t;
 
+struct tutti_mbox_ops;
+
 typedef struct tutti_transport_ops {
   const char *name;
   /* Moves a prefix of the bytes described by iov toward peer; *moved is how many (0 when
@@ -42,20 +44,78 @@ typedef struct tutti_transport_ops {
    * Safe to call from another thread (tutti_comm_abort). */
   void (*fail)(tutti_transport_t *t, const char *reason);
   void (*destroy)(tutti_transport_t *t);
+  /* Optional (NULL: none). Checks the wait loop makes before each sleep inside a collective:
+   * TUTTI_ERR_INVALID_USAGE where a peer is seen running another call (e.g. through a
+   * mailbox while this rank uses its queues). Never waits. */
+  tutti_result_t (*check)(tutti_transport_t *t);
+  /* Optional capability (NULL: none): shared one-shot mailboxes and published calls. */
+  const struct tutti_mbox_ops *mbox;
 } tutti_transport_ops_t;
+
+struct tutti_transport_row;
 
 struct tutti_transport {
   const tutti_transport_ops_t *ops;
   struct tutti_comm *comm;
+  const struct tutti_transport_row *row; /* its registry row, set by tutti__transport_attach */
 };
 
-/* The first peer on this host that is stopped by a signal (SIGSTOP: /proc state T), or -1:
- * after a timeout, the likely culprit though this rank waited on a neighbour. shm.c. */
-int tutti__stopped_peer(const struct tutti_comm *comm);
+/* ---- The registry (registry.c) ---------------------------------------------------------
+ * One row per transport. The communicator holds the live transports (comm->tps) and one per
+ * peer (peers[r].tp); nothing outside registry.c names a particular transport. */
 
-/* Constructors, called by comm.c after bootstrap; each connects the peers whose tp it is. */
-tutti_result_t tutti__shm_create(struct tutti_comm *comm, tutti_transport_t **out);
-tutti_result_t tutti__tcp_create(struct tutti_comm *comm, int listen_fd, tutti_transport_t **out);
+/* Which peers a transport can serve. */
+enum {
+  TUTTI_SERVES_THREADS = 1, /* threads of this process (made by tutti_comm_init_threads) */
+  TUTTI_SERVES_HOST = 2,    /* processes of this host */
+  TUTTI_SERVES_ANY = 4      /* any process, any host */
+};
+/* The tuner's cost-parameter class of a transport (algo/tuner.c's params table). */
+enum { TUTTI_COST_LOCAL = 0, TUTTI_COST_NETWORK = 1 };
+/* Optional capabilities a row declares. */
+enum {
+  TUTTI_CAP_MAILBOX = 1,     /* shared one-shot mailboxes (ops->mbox) */
+  TUTTI_CAP_SINGLE_COPY = 2  /* peers' memory may be read directly (comm->cma) */
+};
+
+typedef struct tutti_transport_row {
+  const char *name;   /* as TUTTI_TRANSPORT spells it */
+  int kind;           /* TUTTI_TRANSPORT_*: what peers[r].kind holds for its peers */
+  int serves;         /* TUTTI_SERVES_* bits */
+  int cost_class;     /* TUTTI_COST_* */
+  int caps;           /* TUTTI_CAP_* bits */
+  /* Connects the peers whose peers[r].kind is this row's kind and sets their tp; NULL for a
+   * transport that makes its own communicators (mem). listen_fd: this rank's data listener. */
+  tutti_result_t (*create)(struct tutti_comm *comm, int listen_fd, tutti_transport_t **out);
+  /* Optional peer-state poll: the first peer of t stopped by a signal, or -1. */
+  int (*stopped_peer)(tutti_transport_t *t);
+} tutti_transport_row_t;
+
+/* The registry's rows, in the order auto placement prefers them. */
+const tutti_transport_row_t *tutti__transport_rows(int *count);
+/* Sets every peer's kind (which row serves it) from the hosts and TUTTI_TRANSPORT; an error
+ * names the peer no row may serve (a forced transport that cannot reach a peer's host). */
+tutti_result_t tutti__transport_place(struct tutti_comm *comm);
+/* Creates one transport per row some peer needs, in row order, and attaches each. */
+tutti_result_t tutti__transport_connect(struct tutti_comm *comm, int listen_fd);
+/* Adds t, made by the row of kind, to comm's live transports. */
+void tutti__transport_attach(struct tutti_comm *comm, int kind, tutti_transport_t *t);
+/* The live transport made by the row of kind, or NULL. */
+tutti_transport_t *tutti__transport_of(const struct tutti_comm *comm, int kind);
+/* The live transports' names joined by "+" in row order ("self" if none), for logs. */
+const char *tutti__transport_label(const struct tutti_comm *comm, char *buf, size_t len);
+/* The tuner's cost class for comm: the slowest class among its live transports. */
+int tutti__transport_cost_class(const struct tutti_comm *comm);
+/* Loops over the live transports: checks before a sleep (the first failure returns). */
+tutti_result_t tutti__transport_check(struct tutti_comm *comm);
+
+/* The first peer stopped by a signal (SIGSTOP: /proc state T), or -1, asking each live
+ * transport's peer-state poll: after a timeout, the likely culprit though this rank waited
+ * on a neighbour. */
+int tutti__stopped_peer(const struct tutti_comm *comm);
+/* A peer-state poll for rows whose peers are processes: the first peer of t on this host
+ * (not this process) stopped by a signal, or -1. */
+int tutti__host_stopped_peer(tutti_transport_t *t);
 
 /* ---- Posted operations (progress.c) -------------------------------------------------- */
 
@@ -100,6 +160,23 @@ tutti_result_t tutti__wait(struct tutti_comm *comm, tutti_xfer_t *op, int64_t de
  * return_at or as soon as comm->work_pending is set, so a progress thread can take new work. */
 tutti_result_t tutti__wait_slice(struct tutti_comm *comm, tutti_xfer_t *op, int64_t deadline,
                                  int64_t return_at);
+/* Something to wait for outside the queues: a peer's post in a shared mailbox. */
+typedef struct tutti_cond {
+  /* 1 once the awaited thing happened. Called on every turn of the spin: cheap. */
+  int (*met)(const struct tutti_cond *c);
+  /* Detects failures without waiting: a failure published by another rank, a dead peer
+   * (spun: the spin is over, so costlier checks are due), a peer running another call. */
+  tutti_result_t (*check)(const struct tutti_cond *c, int spun);
+  /* Sleeps until met may have changed, a failure, or ms milliseconds. */
+  void (*sleep)(const struct tutti_cond *c, int ms);
+  int peer;  /* the rank it waits on, for a timeout's report and SIGUSR1's */
+  void *ctx; /* the waiter's state */
+} tutti_cond_t;
+/* The wait loop of tutti__wait for cond instead of an operation: spins, then sleeps in
+ * cond's sleep; the same deadline, abort check and timeout report. On failure the
+ * communicator is marked failed and every queue is emptied. */
+tutti_result_t tutti__wait_cond(struct tutti_comm *comm, const tutti_cond_t *cond,
+                                int64_t deadline);
 /* The same as tutti__isend / tutti__irecv with an explicit header tag instead of the
  * collective sequence number (point-to-point messages count per peer pair). */
 tutti_result_t tutti__isend_tag(struct tutti_comm *comm, tutti_xfer_t *op, int peer,
@@ -136,38 +213,60 @@ tutti_result_t tutti__p2p_progress(struct tutti_comm *comm, int peer, int *moved
 /* Forgets every posted matched receive and kept message (after a failure, at destroy). */
 void tutti__p2p_drop(struct tutti_comm *comm);
 
-/* ---- One-shot mailboxes (mbox.c): small collectives of ranks that share one host ---------
- * Every rank of a one-shot call calls begin, then post (its payload, possibly none), then get
- * for each peer whose payload it needs. Payloads are read in place until the next begin. */
+/* ---- One-shot mailboxes: a transport capability (ops->mbox) ------------------------------
+ * Small collectives of ranks that share one host. Every rank of a one-shot call calls begin,
+ * then post (its payload, possibly none), then get for each peer whose payload it needs.
+ * Payloads are read in place until the next begin. comm->mbox is the transport whose
+ * mailboxes serve every peer, or NULL (then the capacity is 0 and no one-shot algorithm is
+ * picked); comm->calls is the transport that publishes calls to the ranks of this host, or
+ * NULL. The functions below dispatch to them. */
 
 /* Payload bytes a mailbox holds. */
 #define TUTTI_MBOX_BYTES ((size_t)64 << 10)
-/* TUTTI_MBOX_BYTES, or 0 where there are none (some rank on another host, or
- * TUTTI_TRANSPORT=tcp). The same on every rank. */
-size_t tutti__mbox_capacity(const struct tutti_comm *comm);
-/* Starts a one-shot call: waits until this rank's mailbox for it is read by no one any more,
- * and checks the peers' headers of the previous one-shot call not checked yet. */
-tutti_result_t tutti__mbox_begin(struct tutti_comm *comm, int64_t deadline);
-/* Publishes len (<= capacity) bytes of data for the current call and the call's header
- * (comm->seq, comm->fp and call_bytes, the size every rank gives the call). */
-tutti_result_t tutti__mbox_post(struct tutti_comm *comm, const void *data, size_t len,
-                                size_t call_bytes);
-/* Waits for peer's post of the current call, checks its header against this rank's (a
- * disagreement fails as a message header's would), and points *data at its payload. */
-tutti_result_t tutti__mbox_get(struct tutti_comm *comm, int peer, int64_t deadline,
-                               const char **data);
-/* For a rank waiting on its queues: TUTTI_ERR_INVALID_USAGE if a peer runs the current call
- * through its mailbox (the ranks chose different algorithms for what should be one call). */
-tutti_result_t tutti__mbox_conflict(struct tutti_comm *comm);
 
-/* Publishes the collective this rank starts (comm->seq, comm->fp) to the ranks of this host. */
-void tutti__call_publish(struct tutti_comm *comm);
-/* TUTTI_ERR_INVALID_USAGE, with a sentence naming the field, if a rank of this host has
- * published the current collective, or a rooted one of the last CALL_DEPTH not yet seen on
- * every peer, with another fingerprint (e.g. another root). rooted: the current call is one
- * (broadcast, reduce, gather, scatter), to be verified by later calls if some peer has not
- * published it yet. Reads a line or two per local peer; never waits. */
-tutti_result_t tutti__call_conflict(struct tutti_comm *comm, int rooted);
+typedef struct tutti_mbox_ops {
+  /* Starts a one-shot call: waits until this rank's mailbox for it is read by no one any
+   * more, and checks the peers' headers of the previous one-shot call not checked yet. */
+  tutti_result_t (*begin)(tutti_transport_t *t, int64_t deadline);
+  /* Publishes len (<= TUTTI_MBOX_BYTES) bytes of data for the current call and the call's
+   * header (comm->seq, comm->fp and call_bytes, the size every rank gives the call). */
+  tutti_result_t (*post)(tutti_transport_t *t, const void *data, size_t len, size_t call_bytes);
+  /* Waits for peer's post of the current call, checks its header against this rank's (a
+   * disagreement fails as a message header's would), and points *data at its payload. */
+  tutti_result_t (*get)(tutti_transport_t *t, int peer, int64_t deadline, const char **data);
+  /* Publishes the collective this rank starts (comm->seq, comm->fp) to the ranks of this
+   * host. */
+  void (*call_publish)(tutti_transport_t *t);
+  /* TUTTI_ERR_INVALID_USAGE, with a sentence naming the field, if a rank of this host has
+   * published the current collective, or a rooted one of the last few not yet seen on every
+   * peer, with another fingerprint (e.g. another root). rooted: the current call is one, to
+   * be verified by later calls if some peer has not published it yet. Never waits. */
+  tutti_result_t (*call_conflict)(tutti_transport_t *t, int rooted);
+} tutti_mbox_ops_t;
+
+/* TUTTI_MBOX_BYTES, or 0 where there are no mailboxes (some peer is not served by a
+ * transport that has them). The same on every rank. */
+static inline size_t tutti__mbox_capacity(const struct tutti_comm *comm) {
+  return comm->mbox ? TUTTI_MBOX_BYTES : 0;
+}
+static inline tutti_result_t tutti__mbox_begin(struct tutti_comm *comm, int64_t deadline) {
+  return comm->mbox->ops->mbox->begin(comm->mbox, deadline);
+}
+static inline tutti_result_t tutti__mbox_post(struct tutti_comm *comm, const void *data,
+                                              size_t len, size_t call_bytes) {
+  return comm->mbox->ops->mbox->post(comm->mbox, data, len, call_bytes);
+}
+static inline tutti_result_t tutti__mbox_get(struct tutti_comm *comm, int peer,
+                                             int64_t deadline, const char **data) {
+  return comm->mbox->ops->mbox->get(comm->mbox, peer, deadline, data);
+}
+static inline void tutti__call_publish(struct tutti_comm *comm) {
+  if (comm->calls) comm->calls->ops->mbox->call_publish(comm->calls);
+}
+static inline tutti_result_t tutti__call_conflict(struct tutti_comm *comm, int rooted) {
+  return comm->calls ? comm->calls->ops->mbox->call_conflict(comm->calls, rooted)
+                     : TUTTI_SUCCESS;
+}
 
 #define TUTTI_MSG_MAGIC 0x54545431u /* "TTT1" */
 /* A header-only frame a failing rank sends, where the stream is between frames, to tell a
