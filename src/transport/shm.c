@@ -402,7 +402,8 @@ tutti_result_t tutti__shm_create(struct tutti_comm *comm, int listen_fd, tutti_t
   prefault(s->seg, pools_offset(s->nlocal));
   prefault((char *)mbox_of(s, s->me, 0), MBOX_DEPTH * MBOX_STRIDE);
   for (int li = 0; li < s->nlocal; li++)
-    for (uint32_t k = 0; k < MBOX_DEPTH && li != s->me; k++) prefault((char *)mbox_of(s, li, k), PAGE);
+    for (uint32_t k = 0; k < MBOX_DEPTH && li != s->me; k++)
+      prefault((char *)mbox_of(s, li, k), PAGE);
   INFO("shm", comm->rank, "segment %s: %zu bytes reserved for %d local ranks, queues of up to "
        "%zu bytes from %zu-byte pools, single-copy %s; set up in %.3f s (map %.3f, attach "
        "%.3f, single-copy check %.3f, prefault %.3f)", name, s->seg_bytes, s->nlocal, s->qbytes,
