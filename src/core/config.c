@@ -23,7 +23,8 @@ static const tutti_config_var_t config_vars[] = {
     {"TUTTI_SOCKET_IFNAME", "", "network interface to listen on; empty: loopback for the "
                                 "unique id, the route to the rendezvous for data"},
     {"TUTTI_CHUNK_SIZE", "262144", "bytes per pipelined chunk of the ring and chain"},
-    {"TUTTI_SHM_QUEUE_SIZE", "1048576", "bytes of each directed shared-memory queue"},
+    {"TUTTI_SHM_QUEUE_SIZE", "1048576", "bytes of the largest directed shared-memory queue; "
+                                        "each local rank's queue pool is 4 of them"},
     {"TUTTI_SPIN_US", "50", "microseconds to busy-wait before sleeping (when not oversubscribed)"},
     {"TUTTI_CMA", "1", "1: ranks of one host read each other's buffers directly "
                        "(process_vm_readv) where the kernel allows it; 0: always copy through "
