@@ -124,6 +124,23 @@ TUTTI_API tutti_result_t tutti_comm_init_env(tutti_comm_t *comm);
  * apply; TUTTI_SHM_QUEUE_SIZE bounds each queue). Each communicator must be destroyed. */
 TUTTI_API tutti_result_t tutti_comm_init_threads(tutti_comm_t *comms, int nranks);
 
+/* Allocates bytes (rounded up to whole pages) of registered memory, like ncclMemAlloc: a
+ * shared region every local rank of comm can map. Collectives on comm whose buffers lie in
+ * such memory have their peers read (and write) those buffers in place, with no copy into a
+ * queue or landing buffer, when the single-copy algorithm runs (ranks of one host, see
+ * docs/operations.md); any other collective treats the memory as ordinary. Ranks may
+ * register some buffers and not others, in any mix: each peer is read in place or through
+ * process_vm_readv. The region has no name (nothing is left in /dev/shm after a crash) and is
+ * freed by tutti_mem_free or with the communicator. Use on this communicator only; on
+ * another it is ordinary memory. Errors: TUTTI_ERR_INVALID_ARGUMENT (NULL comm or ptr,
+ * bytes 0), TUTTI_ERR_SYSTEM (out of memory); neither fails the communicator. */
+TUTTI_API tutti_result_t tutti_mem_alloc(tutti_comm_t comm, size_t bytes, void **ptr);
+
+/* Frees memory from tutti_mem_alloc on the same communicator (NULL: nothing to do). Not
+ * during a collective that uses it. A pointer that tutti_mem_alloc did not return fails
+ * with TUTTI_ERR_INVALID_ARGUMENT and changes nothing. */
+TUTTI_API tutti_result_t tutti_mem_free(tutti_comm_t comm, void *ptr);
+
 /* Frees the communicator. Never blocks on peers. */
 TUTTI_API tutti_result_t tutti_comm_destroy(tutti_comm_t comm);
 

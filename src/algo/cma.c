@@ -42,13 +42,30 @@ static tutti_result_t block_scratch(struct tutti_comm *comm, size_t es, size_t e
   return TUTTI_SUCCESS;
 }
 
+/* Where m bytes at byte_off of peer k's send buffer can be read: in place when the peer
+ * registered that buffer (tutti_mem_alloc) and it is mapped here, else copied into tmp with
+ * process_vm_readv. */
+static tutti_result_t peer_input(struct tutti_comm *comm, const cma_desc_t *d, int k,
+                                 size_t byte_off, size_t m, char *tmp, const char **out) {
+  uint64_t at = d[k].send.addr + byte_off;
+  const char *p = tutti__memreg_peer(comm, k, &d[k].send, at, m);
+  if (!p) {
+    TRY(tutti__cma_read(comm, k, tmp, at, m));
+    p = tmp;
+  }
+  *out = p;
+  return TUTTI_SUCCESS;
+}
+
 /* Reduces block [off, off + len) (elements) of every rank's send buffer into dst, folding in
  * rank order 0..n-1, chunk by chunk. The first fold takes two inputs straight into dst
  * (dst = x0 op x1), so no contribution is copied before it is combined; a peer's chunk is
- * read into a scratch chunk first (two when both of the first two are peers). */
+ * read in place when registered, else into a scratch chunk first (two when both of the first
+ * two are peers). The last fold streams its output past the cache when nt is set (not for
+ * AVG, whose division reads the output again). */
 static tutti_result_t reduce_block(struct tutti_comm *comm, const tutti_coll_args_t *a,
                                    const cma_desc_t *d, size_t off, size_t len, char *dst,
-                                   char *scratch) {
+                                   char *scratch, int nt) {
   int n = comm->nranks, me = comm->rank;
   size_t es = a->esize;
   size_t chunk = cma_chunk_elems(comm, es);
@@ -56,6 +73,7 @@ static tutti_result_t reduce_block(struct tutti_comm *comm, const tutti_coll_arg
   tmp[0] = scratch;
   tmp[1] = tmp[0] + chunk * es;
   own = tmp[1] + chunk * es;
+  if (a->op == TUTTI_AVG) nt = 0;
   for (size_t c = 0; c < len; c += chunk) {
     size_t m = len - c < chunk ? len - c : chunk;
     size_t byte_off = (off + c) * es;
@@ -69,25 +87,20 @@ static tutti_result_t reduce_block(struct tutti_comm *comm, const tutti_coll_arg
     }
     const char *x[2];
     for (int k = 0; k < 2 && k < n; k++) {
-      if (k == me) {
+      if (k == me)
         x[k] = mine;
-      } else {
-        TRY(tutti__cma_read(comm, k, tmp[k], d[k].send + byte_off, m * es));
-        x[k] = tmp[k];
-      }
+      else
+        TRY(peer_input(comm, d, k, byte_off, m * es, tmp[k], &x[k]));
     }
     if (n == 1) {
-      if (x[0] != out) memcpy(out, x[0], m * es);
+      if (x[0] != out) tutti__copy(out, x[0], m * es, nt);
     } else {
-      tutti__reduce(out, x[0], x[1], m, a->dtype, a->op);
+      tutti__reduce_to(out, x[0], x[1], m, a->dtype, a->op, nt && n == 2);
     }
     for (int k = 2; k < n; k++) {
       const char *y = mine;
-      if (k != me) {
-        TRY(tutti__cma_read(comm, k, tmp[0], d[k].send + byte_off, m * es));
-        y = tmp[0];
-      }
-      tutti__reduce(out, out, y, m, a->dtype, a->op);
+      if (k != me) TRY(peer_input(comm, d, k, byte_off, m * es, tmp[0], &y));
+      tutti__reduce_to(out, out, y, m, a->dtype, a->op, nt && k == n - 1);
     }
     if (a->op == TUTTI_AVG) tutti__avg_finish(out, m, a->dtype, n);
   }
@@ -109,7 +122,7 @@ tutti_result_t tutti__cma_allreduce(struct tutti_comm *comm, const tutti_coll_ar
     TRY(block_scratch(comm, a->esize, inplace ? bytes : 0, &scratch, &whole));
     TRY(tutti__cma_exchange_descs(comm, a, &d));
     char *out = inplace ? whole : a->recvbuf;
-    TRY(reduce_block(comm, a, d, 0, a->count, out, scratch));
+    TRY(reduce_block(comm, a, d, 0, a->count, out, scratch, 0));
     TRY(tutti__cma_barrier_tokens(comm, a->deadline));
     if (inplace) memcpy(a->recvbuf, whole, bytes);
     return TUTTI_SUCCESS;
@@ -118,14 +131,15 @@ tutti_result_t tutti__cma_allreduce(struct tutti_comm *comm, const tutti_coll_ar
   TRY(tutti__cma_exchange_descs(comm, a, &d));
   size_t off, len;
   tutti__block_range(a->count, n, me, &off, &len);
-  TRY(reduce_block(comm, a, d, off, len, (char *)a->recvbuf + off * a->esize, scratch));
+  int nt = tutti__cma_nt(comm, bytes);
+  TRY(reduce_block(comm, a, d, off, len, (char *)a->recvbuf + off * a->esize, scratch, nt));
   /* Every slice is final once its owner says so; only then is it read. */
   TRY(tutti__cma_barrier_tokens(comm, a->deadline));
   for (int k = 1; k < n; k++) {
     int owner = tutti__mod(me + k, n);
     tutti__block_range(a->count, n, owner, &off, &len);
-    TRY(tutti__cma_read(comm, owner, (char *)a->recvbuf + off * a->esize,
-                 d[owner].recv + off * a->esize, len * a->esize));
+    TRY(tutti__cma_fetch(comm, owner, (char *)a->recvbuf + off * a->esize, &d[owner].recv,
+                         d[owner].recv.addr + off * a->esize, len * a->esize, nt));
   }
   return tutti__cma_barrier_tokens(comm, a->deadline);
 }
@@ -135,6 +149,8 @@ tutti_result_t tutti__cma_reduce_scatter(struct tutti_comm *comm, const tutti_co
   char *scratch;
   TRY(block_scratch(comm, a->esize, 0, &scratch, NULL));
   TRY(tutti__cma_exchange_descs(comm, a, &d));
-  TRY(reduce_block(comm, a, d, (size_t)comm->rank * a->count, a->count, a->recvbuf, scratch));
+  int nt = tutti__cma_nt(comm, a->count * a->esize);
+  TRY(reduce_block(comm, a, d, (size_t)comm->rank * a->count, a->count, a->recvbuf, scratch,
+                   nt));
   return tutti__cma_barrier_tokens(comm, a->deadline);
 }

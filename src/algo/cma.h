@@ -7,11 +7,13 @@
 #define TUTTI_ALGO_CMA_H
 
 #include "algo/algo.h"
+#include "core/memreg.h"
 
-/* Where a rank's buffers are, sent to its peers at the start of a call. */
+/* Where a rank's buffers are, and the registered regions they lie in, sent to its peers at
+ * the start of a call. */
 typedef struct {
-  uint64_t send;
-  uint64_t recv;
+  tutti_regbuf_t send;
+  tutti_regbuf_t recv;
 } cma_desc_t;
 
 /* Reads len bytes at addr in peer's memory into dst. */
@@ -20,6 +22,16 @@ tutti_result_t tutti__cma_read(struct tutti_comm *comm, int peer, void *dst, uin
 /* Writes len bytes of src to addr in peer's memory. */
 tutti_result_t tutti__cma_write(struct tutti_comm *comm, int peer, uint64_t addr,
                                 const void *src, size_t len);
+/* Copies len bytes at addr of peer's buffer b into dst: with memcpy (streaming stores when nt)
+ * when b is a registered region this rank can map, else with process_vm_readv. */
+tutti_result_t tutti__cma_fetch(struct tutti_comm *comm, int peer, void *dst,
+                                const tutti_regbuf_t *b, uint64_t addr, size_t len, int nt);
+/* The same towards the peer: src to addr of peer's buffer b. */
+tutti_result_t tutti__cma_put(struct tutti_comm *comm, int peer, const tutti_regbuf_t *b,
+                              uint64_t addr, const void *src, size_t len, int nt);
+/* 1 when an output of bytes (what this rank writes in the call) is larger than the measured
+ * last-level cache (comm's model), so streaming stores save a read of it; else 0. */
+int tutti__cma_nt(const struct tutti_comm *comm, size_t bytes);
 /* Sends one small message to every other rank and receives one from each into theirs (len
  * bytes a rank, at rank * len): descriptors, or tokens that say "my part is done". */
 tutti_result_t tutti__cma_all_exchange(struct tutti_comm *comm, const void *mine, void *theirs,

@@ -14,6 +14,7 @@
 
 #include "algo/cma.h"
 #include "algo/patterns.h"
+#include "kernels/kernels.h"
 
 tutti_result_t tutti__cma_allgather(struct tutti_comm *comm, const tutti_coll_args_t *a) {
   int n = comm->nranks, me = comm->rank;
@@ -21,10 +22,13 @@ tutti_result_t tutti__cma_allgather(struct tutti_comm *comm, const tutti_coll_ar
   cma_desc_t *d;
   TRY(tutti__cma_exchange_descs(comm, a, &d));
   char *out = a->recvbuf;
-  if (a->sendbuf != out + (size_t)me * bytes) memcpy(out + (size_t)me * bytes, a->sendbuf, bytes);
+  int nt = tutti__cma_nt(comm, (size_t)n * bytes);
+  if (a->sendbuf != out + (size_t)me * bytes)
+    tutti__copy(out + (size_t)me * bytes, a->sendbuf, bytes, nt);
   for (int k = 1; k < n; k++) {
     int from = tutti__mod(me + k, n);
-    TRY(tutti__cma_read(comm, from, out + (size_t)from * bytes, d[from].send, bytes));
+    TRY(tutti__cma_fetch(comm, from, out + (size_t)from * bytes, &d[from].send,
+                         d[from].send.addr, bytes, nt));
   }
   return tutti__cma_barrier_tokens(comm, a->deadline);
 }
@@ -32,7 +36,7 @@ tutti_result_t tutti__cma_allgather(struct tutti_comm *comm, const tutti_coll_ar
 /* What the root of a broadcast tells each receiver: where to read, and how many leading bytes
  * the root writes into the receiver's buffer itself (the receiver reads the rest). */
 typedef struct {
-  uint64_t src;
+  tutti_regbuf_t src;
   uint64_t share;
 } bcast_desc_t;
 
@@ -53,19 +57,22 @@ static tutti_result_t bcast_root(struct tutti_comm *comm, const tutti_coll_args_
   tutti_xfer_t *ops = comm->cma_ops;
   cma_desc_t *peer = comm->cma_descs; /* each receiver's output address, in .recv */
   uint64_t token = comm->seq;
-  bcast_desc_t mine = {(uint64_t)(uintptr_t)a->sendbuf, root_share(a, bytes, n)};
+  bcast_desc_t mine = {.share = root_share(a, bytes, n)};
+  int nt = tutti__cma_nt(comm, bytes);
+  tutti__memreg_describe(comm, a->sendbuf, bytes, &mine.src);
   for (int k = 1; k < n; k++) {
     int to = tutti__mod(me + k, n);
     TRY(tutti__irecv(comm, &ops[2 * k], to, &peer[to], sizeof peer[to]));
     TRY(tutti__isend(comm, &ops[2 * k + 1], to, &mine, sizeof mine));
   }
-  if (a->sendbuf != a->recvbuf) memcpy(a->recvbuf, a->sendbuf, bytes);
+  if (a->sendbuf != a->recvbuf) tutti__copy(a->recvbuf, a->sendbuf, bytes, nt);
   for (int k = 1; k < n; k++) {
     int to = tutti__mod(me + k, n);
     TRY(tutti__wait(comm, &ops[2 * k], a->deadline));
     TRY(tutti__wait(comm, &ops[2 * k + 1], a->deadline));
     if (mine.share) {
-      TRY(tutti__cma_write(comm, to, peer[to].recv, a->sendbuf, mine.share));
+      TRY(tutti__cma_put(comm, to, &peer[to].recv, peer[to].recv.addr, a->sendbuf, mine.share,
+                         nt));
       TRY(tutti__isend(comm, &ops[2 * k + 1], to, &token, sizeof token));
     }
     TRY(tutti__irecv(comm, &ops[2 * k], to, &comm->cma_tokens[to], sizeof token));
@@ -83,7 +90,8 @@ static tutti_result_t bcast_receiver(struct tutti_comm *comm, const tutti_coll_a
   int root = a->root;
   tutti_xfer_t *ops = comm->cma_ops;
   uint64_t token = comm->seq, written;
-  cma_desc_t mine = {0, (uint64_t)(uintptr_t)a->recvbuf};
+  cma_desc_t mine = {{0}, {0}};
+  tutti__memreg_describe(comm, a->recvbuf, bytes, &mine.recv);
   bcast_desc_t rd;
   TRY(tutti__isend(comm, &ops[0], root, &mine, sizeof mine));
   TRY(tutti__irecv(comm, &ops[1], root, &rd, sizeof rd));
@@ -95,8 +103,8 @@ static tutti_result_t bcast_receiver(struct tutti_comm *comm, const tutti_coll_a
                         "bytes", who, (unsigned long long)rd.share, bytes);
   }
   /* The root writes the first rd.share bytes meanwhile. */
-  TRY(tutti__cma_read(comm, root, (char *)a->recvbuf + rd.share, rd.src + rd.share,
-                      bytes - rd.share));
+  TRY(tutti__cma_fetch(comm, root, (char *)a->recvbuf + rd.share, &rd.src,
+                       rd.src.addr + rd.share, bytes - rd.share, tutti__cma_nt(comm, bytes)));
   TRY(tutti__wait(comm, &ops[0], a->deadline));
   TRY(tutti__isend(comm, &ops[0], root, &token, sizeof token));
   /* The output is complete, and no longer written by the root, once it says so. */

@@ -5,6 +5,7 @@
 
 #include "algo/cma.h"
 #include "algo/patterns.h"
+#include "kernels/kernels.h"
 
 /* Moves len bytes between local and addr in peer's memory, in either direction. */
 static tutti_result_t cma_xfer(struct tutti_comm *comm, int peer, char *local, uint64_t addr,
@@ -49,6 +50,28 @@ tutti_result_t tutti__cma_write(struct tutti_comm *comm, int peer, uint64_t addr
   return cma_xfer(comm, peer, (char *)(uintptr_t)src, addr, len, 1);
 }
 
+tutti_result_t tutti__cma_fetch(struct tutti_comm *comm, int peer, void *dst,
+                                const tutti_regbuf_t *b, uint64_t addr, size_t len, int nt) {
+  const void *p = tutti__memreg_peer(comm, peer, b, addr, len);
+  if (!p) return tutti__cma_read(comm, peer, dst, addr, len);
+  tutti__copy(dst, p, len, nt);
+  return TUTTI_SUCCESS;
+}
+
+tutti_result_t tutti__cma_put(struct tutti_comm *comm, int peer, const tutti_regbuf_t *b,
+                              uint64_t addr, const void *src, size_t len, int nt) {
+  void *p = tutti__memreg_peer(comm, peer, b, addr, len);
+  if (!p) return tutti__cma_write(comm, peer, addr, src, len);
+  tutti__copy(p, src, len, nt);
+  return TUTTI_SUCCESS;
+}
+
+int tutti__cma_nt(const struct tutti_comm *comm, size_t bytes) {
+  const tutti_model_t *m = &comm->cfg.model;
+  size_t llc = m->l3_bytes ? m->l3_bytes : m->l2_bytes;
+  return llc && bytes > llc;
+}
+
 tutti_result_t tutti__cma_all_exchange(struct tutti_comm *comm, const void *mine, void *theirs,
                                        size_t len, int64_t deadline) {
   int n = comm->nranks, me = comm->rank;
@@ -69,7 +92,11 @@ tutti_result_t tutti__cma_all_exchange(struct tutti_comm *comm, const void *mine
 tutti_result_t tutti__cma_exchange_descs(struct tutti_comm *comm, const tutti_coll_args_t *a,
                                          cma_desc_t **descs) {
   cma_desc_t *d = comm->cma_descs;
-  d[comm->rank] = (cma_desc_t){(uint64_t)(uintptr_t)a->sendbuf, (uint64_t)(uintptr_t)a->recvbuf};
+  size_t bytes = a->count * a->esize, n = (size_t)comm->nranks;
+  size_t send = a->coll == TUTTI_COLL_REDUCE_SCATTER ? n * bytes : bytes;
+  size_t recv = a->coll == TUTTI_COLL_ALLGATHER ? n * bytes : bytes;
+  tutti__memreg_describe(comm, a->sendbuf, send, &d[comm->rank].send);
+  tutti__memreg_describe(comm, a->recvbuf, recv, &d[comm->rank].recv);
   TRY(tutti__cma_all_exchange(comm, &d[comm->rank], d, sizeof *d, a->deadline));
   *descs = d;
   return TUTTI_SUCCESS;

@@ -1,6 +1,7 @@
 /*
- * Bootstrap: the unique id, reading rank/size/address from the environment, and the
- * rendezvous where every rank learns every other rank's address and host.
+ * Bootstrap: the unique id, reading rank/size/address from the environment, the rendezvous
+ * where every rank joins, and the tree down which every rank receives every other rank's
+ * address and host.
  */
 #ifndef TUTTI_BOOTSTRAP_H
 #define TUTTI_BOOTSTRAP_H
@@ -62,7 +63,9 @@ int tutti__env_local_mismatch(const tutti_rdv_entry_t *table, int nranks, char *
 /* Starts the rendezvous server (rdv_server.c) on an already listening socket, in a detached
  * thread that owns lfd: it serves every connection at once, collects one hello per rank,
  * checks that they agree (world size, no duplicate or out-of-range rank, the job secret), and
- * answers each with the full table or with the reason it refused. While ranks are missing it
+ * answers each with the reason it refused or, when all have joined, with the table's digest
+ * and the rank's parent in the distribution tree (tree.c); only the tree's root, rank 0, gets
+ * the table itself, so the server sends O(n) bytes in all. While ranks are missing it
  * logs who has joined and who has not (at 5, 10, 20 ... s, and on SIGUSR1). It ends when it
  * has answered, or at timeout_s, when it tells every waiting rank which ranks never came. */
 tutti_result_t tutti__rdv_serve(int lfd, const uint8_t secret[TUTTI_SECRET_BYTES],
@@ -75,14 +78,65 @@ tutti_result_t tutti__rdv_connect(uint32_t ip, uint16_t port, int rank, int64_t 
                                   int retry, int *fd, uint32_t *local_ip, char *err,
                                   size_t errlen);
 
-/* Sends this rank's hello on fd and waits for the table of nranks entries (malloc'd into
- * *table) and the job id, until a few seconds past deadline (the server's own deadline, a
- * moment earlier, makes it answer with the names of the missing ranks). A refusal comes back
- * as the server's result and reason. */
+/* Sends this rank's hello on fd and waits for the rendezvous's answer, until a few seconds
+ * past deadline (the server's own deadline, a moment earlier, makes it answer with the names
+ * of the missing ranks); then takes the table of nranks entries from its parent in the tree
+ * and passes it on to its children (tree.c), and returns it (malloc'd into *table) and the
+ * job id. A refusal comes back as the server's result and reason; a break in the tree as a
+ * sentence naming the rank that died or stalled. Every wait ends by the deadlines above. */
 tutti_result_t tutti__rdv_exchange(int fd, const uint8_t secret[TUTTI_SECRET_BYTES], int nranks,
                                    int rank, const tutti_rdv_entry_t *me, int64_t deadline,
                                    tutti_rdv_entry_t **table, uint64_t *job_id, char *err,
                                    size_t errlen);
+
+/* A rank waiting in the bootstrap: says what it waits for at growing intervals (WARN) and on
+ * SIGUSR1 (logged even with logging off: it was asked for). rendezvous.c. */
+typedef struct tutti_boot_waiter {
+  int rank;
+  const char *where;
+  int64_t start;
+  double next_report_s;
+  unsigned seen;
+} tutti_boot_waiter_t;
+
+void tutti__boot_waiter_init(tutti_boot_waiter_t *w, int rank, const char *where,
+                             int64_t deadline);
+/* Reports "what where (N s so far)" when it is time to, or SIGUSR1 asked. */
+void tutti__boot_waiter_tick(tutti_boot_waiter_t *w, const char *what);
+/* Waits until fd is readable, reporting the wait; TUTTI_ERR_TIMEOUT at the deadline. */
+tutti_result_t tutti__boot_await(int fd, tutti_boot_waiter_t *w, const char *what,
+                                 int64_t deadline, char *err, size_t errlen);
+
+/* ---- tree.c: the address table goes down a binary tree of the ranks ------------------- */
+
+/* Rank r's parent in the distribution tree (-1 for rank 0, the root), and its depth. */
+int tutti__tree_parent(int rank);
+int tutti__tree_depth(int rank);
+
+/* What a rank knows when the rendezvous has answered it. */
+typedef struct tutti_tree_job {
+  const uint8_t *secret;
+  uint64_t job_id;
+  int nranks, rank;
+  const uint8_t *digest;                 /* the table's SHA-256, signed by the server */
+  int parent;                            /* -1: this rank is the root */
+  const tutti_rdv_entry_t *parent_entry; /* not the root: the parent's entry, to name it */
+  uint32_t parent_ip;                    /* its tree listener, network order */
+  uint16_t parent_port;
+  const tutti_rdv_entry_t *me; /* this rank's entry: children on its host are watched */
+  int lfd;                     /* this rank's tree listener; the caller closes it */
+  int64_t base;                /* the answer's arrival plus the tree's budget (rdv_reply_t) */
+} tutti_tree_job_t;
+
+/* Takes the table from the parent (the root has it already in *table), then hands it (or,
+ * if this rank could not get it, the sentence why) to each child that connects and proves
+ * the job secret, until every child has it. A rank at depth d gives up on its parent at
+ * base + d x TREE_STEP and on its children at base + (d + 1) x TREE_STEP, so a break is
+ * named by the rank just below it before anyone further down gives up, and is passed down.
+ * On success *table is the malloc'd table; on failure the sentence names the rank that died,
+ * refused, stalled or never came. */
+tutti_result_t tutti__tree_run(const tutti_tree_job_t *job, tutti_rdv_entry_t **table,
+                               char *err, size_t errlen);
 
 /* Fills host name and boot id, which together identify a host (a reboot changes boot id). */
 void tutti__host_identity(char host[TUTTI_HOST_BYTES], char boot_id[40]);

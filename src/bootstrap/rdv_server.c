@@ -10,7 +10,11 @@
  *
  * Every connection is authenticated both ways (core/auth.h): the server opens with a fresh
  * nonce, the rank's hello carries an HMAC of it under the job secret, and the server's answer
- * carries an HMAC of the rank's nonce, the answer and the table's digest. A stranger, a rank
+ * carries an HMAC of the rank's nonce and the answer, which holds the table's digest.
+ *
+ * When every rank has joined, each gets only the digest, its parent in the distribution tree
+ * and the parent's tree listener (about 500 bytes); the root, rank 0, also gets the table,
+ * which the ranks then pass down the tree (tree.c). The server so sends O(n) bytes, not n^2. A stranger, a rank
  * of another job or a replayed hello is logged and dropped without disturbing the job, and a
  * rank never believes a table that does not come from its own job's rendezvous.
  *
@@ -47,6 +51,8 @@
 /* The first progress report while ranks are missing (or at half the deadline, if that comes
  * sooner); then at twice the time each time. */
 #define RDV_FIRST_REPORT_S 5.0
+/* The least time the tree gets after the answers (or TUTTI_INIT_TIMEOUT, if shorter). */
+#define RDV_TREE_FLOOR_NS 5000000000LL
 /* poll's longest sleep: how soon SIGUSR1 is answered when it lands on another thread. */
 #define RDV_SLICE_MS 200
 
@@ -81,9 +87,13 @@ typedef struct rdv_server {
   int max_world; /* largest world size any hello claimed */
   int complete;  /* every rank joined and has been answered (or is being) */
   int expired;   /* the deadline passed */
+  size_t bytes_sent; /* everything written to every connection: logged at the end (INFO) */
   uint64_t job_id;
   uint8_t *joined; /* per rank */
   tutti_rdv_entry_t *table;
+  uint32_t *tree_ip; /* per rank: its tree listener, network order */
+  uint16_t *tree_port;
+  uint64_t tree_ns; /* once complete: the tree's budget, told to every rank */
   uint8_t table_digest[TUTTI_AUTH_PROOF_BYTES]; /* SHA-256 of table, once it is full */
   tutti_result_t status; /* first disagreement, or success */
   char reason[300];
@@ -137,16 +147,30 @@ static void conn_close(rdv_conn_t *c) {
   c->state = C_CLOSED;
 }
 
-/* Turns c into a connection that is being sent the server's current verdict. */
+/* Turns c into a connection that is being sent the server's current verdict: a refusal, or
+ * the table's digest and where in the tree the rank gets the table (the root: right here). */
 static void answer(rdv_server_t *s, rdv_conn_t *c) {
-  memset(&c->reply, 0, sizeof c->reply);
-  c->reply = (rdv_reply_t){RDV_MAGIC, s->status, s->job_id, s->nranks, ""};
-  snprintf(c->reply.reason, sizeof c->reply.reason, "%s", s->reason);
-  int ok = s->status == TUTTI_SUCCESS;
-  struct iovec parts[2] = {{&c->reply, sizeof c->reply},
-                           {s->table_digest, sizeof s->table_digest}};
-  if (tutti__auth_proof(s->secret, TUTTI_AUTH_ACCEPTOR, c->na, c->nc, parts, ok ? 2 : 1,
-                        c->proof) != TUTTI_SUCCESS) {
+  rdv_reply_t *r = &c->reply;
+  memset(r, 0, sizeof *r);
+  r->magic = RDV_MAGIC;
+  r->status = s->status;
+  r->job_id = s->job_id;
+  r->nranks = s->nranks;
+  snprintf(r->reason, sizeof r->reason, "%s", s->reason);
+  if (s->status == TUTTI_SUCCESS) {
+    int p = tutti__tree_parent(c->rank);
+    r->parent = p;
+    r->tree_ns = s->tree_ns;
+    memcpy(r->digest, s->table_digest, sizeof r->digest);
+    if (p >= 0) {
+      r->parent_entry = s->table[p];
+      r->parent_tree_ip = s->tree_ip[p];
+      r->parent_tree_port = s->tree_port[p];
+    }
+  }
+  struct iovec part = {r, sizeof *r};
+  if (tutti__auth_proof(s->secret, TUTTI_AUTH_ACCEPTOR, c->na, c->nc, &part, 1, c->proof) !=
+      TUTTI_SUCCESS) {
     conn_close(c); /* the rank sees the connection close and fails */
     return;
   }
@@ -158,8 +182,10 @@ static void answer(rdv_server_t *s, rdv_conn_t *c) {
 
 /* Sends what the socket takes of c's answer; closes c when it is all out or the rank is gone. */
 static void write_answer(rdv_server_t *s, rdv_conn_t *c) {
-  size_t table_bytes =
-      c->reply.status == TUTTI_SUCCESS ? (size_t)s->nranks * sizeof *s->table : 0;
+  /* Only the tree's root gets the table from here: O(n) bytes in all, not n^2. */
+  size_t table_bytes = c->reply.status == TUTTI_SUCCESS && c->reply.parent == -1
+                           ? (size_t)s->nranks * sizeof *s->table
+                           : 0;
   size_t lens[3] = {sizeof c->reply, table_bytes, sizeof c->proof};
   const uint8_t *bases[3] = {(const uint8_t *)&c->reply, (const uint8_t *)s->table, c->proof};
   size_t total = lens[0] + lens[1] + lens[2];
@@ -184,6 +210,7 @@ static void write_answer(rdv_server_t *s, rdv_conn_t *c) {
       return;
     }
     c->sent += (size_t)k;
+    s->bytes_sent += (size_t)k;
   }
   conn_close(c);
 }
@@ -208,7 +235,9 @@ static int make_slots(rdv_server_t *s, int nranks) {
   s->nranks = nranks;
   s->joined = calloc((size_t)nranks, 1);
   s->table = calloc((size_t)nranks, sizeof *s->table);
-  return s->joined && s->table;
+  s->tree_ip = calloc((size_t)nranks, sizeof *s->tree_ip);
+  s->tree_port = calloc((size_t)nranks, sizeof *s->tree_port);
+  return s->joined && s->table && s->tree_ip && s->tree_port;
 }
 
 static void admit(rdv_server_t *s, rdv_conn_t *c, const rdv_hello_t *h) {
@@ -236,6 +265,8 @@ static void admit(rdv_server_t *s, rdv_conn_t *c, const rdv_hello_t *h) {
                !strcmp(h->f.entry.boot_id, s->boot_id);
     s->joined[c->rank] = 1;
     s->table[c->rank] = h->f.entry;
+    s->tree_ip[c->rank] = h->f.tree_ip;
+    s->tree_port[c->rank] = h->f.tree_port;
     s->arrived++;
     return;
   }
@@ -339,6 +370,8 @@ static void accept_new(rdv_server_t *s) {
     /* A fresh socket's send buffer is empty: the 40 bytes go at once or the peer is gone. */
     if (send(fd, &ch, sizeof ch, MSG_NOSIGNAL) != (ssize_t)sizeof ch)
       reject(c, "it did not take the challenge");
+    else
+      s->bytes_sent += sizeof ch;
   }
 }
 
@@ -353,6 +386,12 @@ static void complete(rdv_server_t *s) {
     refuse(s, TUTTI_ERR_INTERNAL, "the rendezvous could not hash the address table");
     return;
   }
+  /* The tree has what is left of the init deadline, but never less than a few seconds: a job
+   * whose last rank came late is not failed for the few milliseconds the tree takes. */
+  int64_t left = s->deadline - tutti__now_ns();
+  int64_t floor_ns = (int64_t)(s->timeout_s * 1e9);
+  if (floor_ns > RDV_TREE_FLOOR_NS) floor_ns = RDV_TREE_FLOOR_NS;
+  s->tree_ns = (uint64_t)(left > floor_ns ? left : floor_ns);
   for (int i = 0; i < s->nconn; i++)
     if (s->conn[i].state == C_MEMBER) answer(s, &s->conn[i]);
   INFO("boot", -1, "rendezvous at %s: all %d ranks joined in %.3f s", s->addr, s->nranks,
@@ -467,12 +506,20 @@ static void *serve(void *arg) {
       progress(s, waiting ? "SIGUSR1" : "SIGUSR1, answering");
   }
   for (int i = 0; i < s->nconn; i++) conn_close(&s->conn[i]);
+  /* The fan-out's cost, which boot_check_fanout checks grows linearly in the ranks. */
+  char digest[20];
+  for (int i = 0; i < 8; i++) snprintf(digest + 2 * i, 3, "%02x", s->table_digest[i]);
+  INFO("boot", -1, "rendezvous at %s: done after %.3f s: %zu bytes sent in all, for %d ranks "
+       "(table digest %s)", s->addr, elapsed_s(s), s->bytes_sent, s->nranks,
+       s->complete ? digest : "none");
   close(s->lfd);
   tutti__auth_cleanse(s->secret, sizeof s->secret);
   free(s->conn);
   free(s->pfd);
   free(s->joined);
   free(s->table);
+  free(s->tree_ip);
+  free(s->tree_port);
   free(s);
   tutti__auth_thread_stop();
   return NULL;

@@ -8,11 +8,13 @@
 #include <unistd.h>
 
 #include "algo/algo.h"
+#include "algo/cma.h"
 #include "bootstrap/bootstrap.h"
 #include "core/auth.h"
 #include "core/comm_create.h"
 #include "core/engine.h"
 #include "core/forensics.h"
+#include "core/memreg.h"
 #include "core/sock.h"
 #include "transport/transport.h"
 
@@ -175,6 +177,7 @@ void tutti__comm_free(struct tutti_comm *comm) {
   free(comm->userops);
   for (int i = 0; i < comm->ntps; i++) comm->tps[i]->ops->destroy(comm->tps[i]);
   if (comm->scratch) munmap(comm->scratch, comm->scratch_bytes);
+  tutti__memreg_destroy(comm);
   free(comm->wants);
   free(comm->active);
   free(comm->cma_ops);
@@ -201,7 +204,7 @@ tutti_result_t tutti__comm_alloc(int nranks, int rank, const char *op,
   comm->wants = calloc((size_t)nranks, sizeof *comm->wants);
   comm->active = calloc((size_t)nranks, sizeof *comm->active);
   comm->cma_ops = calloc(2 * (size_t)nranks, sizeof(tutti_xfer_t));
-  comm->cma_descs = calloc((size_t)nranks, 2 * sizeof(uint64_t));
+  comm->cma_descs = calloc((size_t)nranks, sizeof(cma_desc_t));
   comm->cma_tokens = calloc((size_t)nranks, sizeof *comm->cma_tokens);
   if (!comm->peers || !comm->wants || !comm->active || !comm->cma_ops || !comm->cma_descs || !comm->cma_tokens) {
     res = tutti__error(comm, TUTTI_ERR_SYSTEM, "out of memory for %d ranks", nranks);

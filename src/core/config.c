@@ -25,7 +25,8 @@ static const tutti_config_var_t config_vars[] = {
     {"TUTTI_CHUNK_SIZE", "262144", "bytes per pipelined chunk of the ring and chain"},
     {"TUTTI_NSOCKS", "1", "TCP sockets per peer pair (1 to 16); a pair's byte stream is "
                           "striped over them in 128 KiB pieces, for links one stream cannot fill"},
-    {"TUTTI_SHM_QUEUE_SIZE", "1048576", "bytes of each directed shared-memory queue"},
+    {"TUTTI_SHM_QUEUE_SIZE", "1048576", "bytes of the largest directed shared-memory queue; "
+                                        "each local rank's queue pool is 4 of them"},
     {"TUTTI_SPIN_US", "50", "microseconds to busy-wait before sleeping (when not oversubscribed)"},
     {"TUTTI_CMA", "1", "1: ranks of one host read each other's buffers directly "
                        "(process_vm_readv) where the kernel allows it; 0: always copy through "

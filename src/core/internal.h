@@ -226,6 +226,7 @@ struct tutti_comm {
   struct tutti_p2p *p2p; /* matched point-to-point receives (p2p_match.c), or NULL */
   void *scratch;       /* reused working memory of the algorithms */
   size_t scratch_bytes;
+  struct tutti_memreg *_Atomic memreg; /* registered buffers (memreg.c), made on first use */
 };
 
 /* Records an error of comm as a sentence "OP (rank R of N): REASON" and returns res. The

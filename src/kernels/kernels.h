@@ -40,6 +40,19 @@ const char *tutti__op_name(int op);
 void tutti__reduce(void *dst, const void *a, const void *b, size_t count, tutti_dtype_t dtype,
                    tutti_op_t op);
 
+/* memcpy(dst, src, bytes), with non-temporal (streaming) stores when nt is set and the CPU
+ * has them (x86-64), which write dst without first reading it into the cache. Meant for an
+ * output larger than the last-level cache that is not read again soon; the caller decides.
+ * Streaming stores are fenced before return, so a peer told afterwards sees the data. No
+ * overlap allowed; any alignment. */
+void tutti__copy(void *dst, const void *src, size_t bytes, int nt);
+
+/* tutti__reduce(dst, a, b, count, dtype, op), with dst written by streaming stores when nt is
+ * set (as tutti__copy): each input is read once and the output never read. The same bits as
+ * tutti__reduce; the same aliasing rule (dst may be a or b exactly). */
+void tutti__reduce_to(void *dst, const void *a, const void *b, size_t count,
+                      tutti_dtype_t dtype, tutti_op_t op, int nt);
+
 /* buf[i] = buf[i] / nranks: floats divide (fp16/bf16/fp8 through float32, rounded to nearest
  * even), integers divide truncating toward zero. */
 void tutti__avg_finish(void *buf, size_t count, tutti_dtype_t dtype, int nranks);

@@ -144,6 +144,7 @@ typedef struct wire {
 tutti_result_t tutti__model_agree(struct tutti_comm *comm) {
   tutti_model_t *m = &comm->cfg.model;
   if (m->have) return TUTTI_SUCCESS; /* inherited from the communicator this one came from */
+  int64_t t_start = tutti__now_ns(); /* init's breakdown (bench/init_time.sh) logs this part */
   wire_t *w = calloc(1, sizeof *w);
   if (!w) return tutti__error(comm, TUTTI_ERR_SYSTEM, "out of memory for the tuning model");
   tutti_result_t res = TUTTI_SUCCESS, own = TUTTI_SUCCESS;
@@ -193,7 +194,8 @@ tutti_result_t tutti__model_agree(struct tutti_comm *comm) {
   if (res == TUTTI_SUCCESS) {
     m->have = 1;
     m->from_rank = 0;
-    INFO("tune", r, "tuning model of rank 0: %s", m->origin);
+    INFO("tune", r, "tuning model of rank 0: %s; agreement %.3f s", m->origin,
+         (double)(tutti__now_ns() - t_start) / 1e9);
   }
   free(w);
   return res;

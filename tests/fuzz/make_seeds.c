@@ -101,7 +101,7 @@ static void seeds_rdv(void) {
 
   rdv_hello_t h;
   memset(&h, 0, sizeof h);
-  h.f = (rdv_hello_fields_t){RDV_MAGIC, RDV_VERSION, 3, 1, {0}};
+  h.f = (rdv_hello_fields_t){RDV_MAGIC, RDV_VERSION, 3, 1, {0}, 0x0100007f, 0x3a30, 0};
   h.f.entry.pid = 4242;
   h.f.entry.ip = 0x0100007f;
   h.f.entry.port = 0x3930;
@@ -116,42 +116,90 @@ static void seeds_rdv(void) {
   mode = 2;
   put("fuzz_rdv", "hello_resign", &mode, 1, &h, sizeof h);
 
-  /* A successful answer for 3 ranks and a refusal, both signed as the server signs them. */
+  /* A successful answer for 3 ranks to the tree's root (with the table), one to rank 2 (its
+   * parent's address, no table) and a refusal, all signed as the server signs them. */
   enum { N = 3 };
   size_t len = sizeof(rdv_reply_t) + N * sizeof(tutti_rdv_entry_t) + TUTTI_AUTH_PROOF_BYTES;
   uint8_t *buf = calloc(1, 2 + len);
-  rdv_reply_t r = {RDV_MAGIC, TUTTI_SUCCESS, 0x1122334455667788ull, N, ""};
+  rdv_reply_t r;
+  memset(&r, 0, sizeof r);
+  r.magic = RDV_MAGIC;
+  r.status = TUTTI_SUCCESS;
+  r.job_id = 0x1122334455667788ull;
+  r.nranks = N;
+  r.parent = -1;
+  r.tree_ns = 5000000000ull;
   tutti_rdv_entry_t t[N];
   memset(t, 0, sizeof t);
   for (int i = 0; i < N; i++) {
     t[i] = h.f.entry;
     t[i].pid = 100 + i;
   }
-  uint8_t digest[TUTTI_AUTH_PROOF_BYTES];
-  if (tutti__auth_digest(t, sizeof t, digest)) exit(1);
-  struct iovec parts[2] = {{&r, sizeof r}, {digest, sizeof digest}};
+  if (tutti__auth_digest(t, sizeof t, r.digest)) exit(1);
+  part = (struct iovec){&r, sizeof r};
   buf[0] = 3;
   buf[1] = N;
   memcpy(buf + 2, &r, sizeof r);
   memcpy(buf + 2 + sizeof r, t, sizeof t);
-  if (tutti__auth_proof(fuzz_secret, TUTTI_AUTH_ACCEPTOR, fuzz_na, fuzz_nc, parts, 2,
+  if (tutti__auth_proof(fuzz_secret, TUTTI_AUTH_ACCEPTOR, fuzz_na, fuzz_nc, &part, 1,
                         buf + 2 + sizeof r + sizeof t))
     exit(1);
   put("fuzz_rdv", "answer_table", buf, 2 + len, NULL, 0);
   buf[0] = 4;
   put("fuzz_rdv", "answer_table_resign", buf, 2 + len, NULL, 0);
 
-  rdv_reply_t no = {RDV_MAGIC, TUTTI_ERR_INVALID_USAGE, 0, N, ""};
+  r.parent = 0;
+  r.parent_entry = t[0];
+  r.parent_tree_ip = 0x0100007f;
+  r.parent_tree_port = 0x3a30;
+  buf[0] = 3;
+  memcpy(buf + 2, &r, sizeof r);
+  if (tutti__auth_proof(fuzz_secret, TUTTI_AUTH_ACCEPTOR, fuzz_na, fuzz_nc, &part, 1,
+                        buf + 2 + sizeof r))
+    exit(1);
+  put("fuzz_rdv", "answer_child", buf, 2 + sizeof r + TUTTI_AUTH_PROOF_BYTES, NULL, 0);
+
+  rdv_reply_t no;
+  memset(&no, 0, sizeof no);
+  no.magic = RDV_MAGIC;
+  no.status = TUTTI_ERR_INVALID_USAGE;
+  no.nranks = N;
   snprintf(no.reason, sizeof no.reason, "rank 1 joined twice (pids 10 and 11)");
   buf[0] = 3;
   memcpy(buf + 2, &no, sizeof no);
-  parts[0].iov_base = &no;
-  if (tutti__auth_proof(fuzz_secret, TUTTI_AUTH_ACCEPTOR, fuzz_na, fuzz_nc, parts, 1,
+  part.iov_base = &no;
+  if (tutti__auth_proof(fuzz_secret, TUTTI_AUTH_ACCEPTOR, fuzz_na, fuzz_nc, &part, 1,
                         buf + 2 + sizeof no))
     exit(1);
   put("fuzz_rdv", "answer_refusal", buf, 2 + sizeof no + TUTTI_AUTH_PROOF_BYTES, NULL, 0);
   buf[0] = 4;
   put("fuzz_rdv", "answer_refusal_resign", buf, 2 + sizeof no + TUTTI_AUTH_PROOF_BYTES, NULL, 0);
+  free(buf);
+
+  /* A parent's answers in the tree: the table, and a failure it passes on. */
+  tree_verdict_t v;
+  memset(&v, 0, sizeof v);
+  v.magic = TREE_MAGIC;
+  v.job_id = 77;
+  size_t vlen = sizeof v + sizeof t + TUTTI_AUTH_PROOF_BYTES;
+  buf = calloc(1, 2 + vlen);
+  buf[0] = 6;
+  buf[1] = N;
+  memcpy(buf + 2, &v, sizeof v);
+  memcpy(buf + 2 + sizeof v, t, sizeof t);
+  put("fuzz_rdv", "tree_table_resign", buf, 2 + vlen, NULL, 0);
+  v.status = TUTTI_ERR_TIMEOUT;
+  snprintf(v.reason, sizeof v.reason, "rank 1 (pid 9 on h), the parent of rank 3 in the "
+           "bootstrap tree, did not pass on the address table within 9.0 s");
+  memcpy(buf + 2, &v, sizeof v);
+  part = (struct iovec){&v, sizeof v};
+  if (tutti__auth_proof(fuzz_secret, TUTTI_AUTH_ACCEPTOR, fuzz_na, fuzz_nc, &part, 1,
+                        buf + 2 + sizeof v))
+    exit(1);
+  buf[0] = 5;
+  put("fuzz_rdv", "tree_failure", buf, 2 + sizeof v + TUTTI_AUTH_PROOF_BYTES, NULL, 0);
+  buf[0] = 6;
+  put("fuzz_rdv", "tree_failure_resign", buf, 2 + sizeof v + TUTTI_AUTH_PROOF_BYTES, NULL, 0);
   free(buf);
 }
 

@@ -44,11 +44,14 @@ static const char help[] =
     "                          0: the non-blocking entry points, up to 8 calls in flight\n"
     "  -N, --run_cycles N      run the whole sweep N times (0: until stopped; default 1)\n"
     "  -T, --timeout SEC       fail a call that takes more than SEC seconds (0: TUTTI_TIMEOUT)\n"
+    "  -R, --local_register 0|1  1: send and receive buffers from tutti_mem_alloc (registered:\n"
+    "                          the single-copy algorithm reads peers' buffers in place);\n"
+    "                          0 (default): aligned_alloc\n"
     "  -g, --ngpus 1  -t, --nthreads 1   one CPU rank per process: any other value is refused\n"
     "  accepted and ignored (GPU-only, or timing details that do not apply here):\n"
     "    -a/--average (the time is always the slowest rank's, nccl-tests' -a 3), -m/--agg_iters,\n"
     "    -p/--parallel_init, -y/--stream_null, -G/--cudagraph, -C/--report_cputime 0|1,\n"
-    "    -S/--report_timestamps, -R/--local_register, -x/--cta_policy, -D/--device_\n"
+    "    -S/--report_timestamps, -x/--cta_policy, -D/--device_\n"
     "    implementation, -V/--device_cta_count, -M/--memory_report, -u/--unalign, -s, -k, -l,\n"
     "    -O/--out_of_place; -J/--output_file FILE is ignored with a note (use --json)\n"
     "\n"
@@ -307,7 +310,8 @@ void bench_parse_args(int argc, char **argv, struct bench_opts *o) {
       break;
     }
     case 'J': o->json_file_ignored = v; break;
-    case 'a': case 'm': case 'p': case 'y': case 'G': case 'S': case 'R': case 'x': case 'D':
+    case 'R': o->reg = strcmp(v, "0") != 0; break;
+    case 'a': case 'm': case 'p': case 'y': case 'G': case 'S': case 'x': case 'D':
     case 'V': case 'M': case 'u': case 'O': case 's': case 'k': case 'l':
       break; /* accepted, no effect here (see --help) */
     case ':': {

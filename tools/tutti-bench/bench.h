@@ -126,6 +126,7 @@ struct bench_opts {
   int nsizes;
   long warmup, iters;              /* iters 0: calibrated ("auto") */
   int check, blocking;
+  int reg;                         /* -R 1: buffers from tutti_mem_alloc */
   int root;
   long cycles;                     /* -N: sweeps of every collective; 0: until stopped */
   double timeout_s;                /* -T: per-call deadline; 0: TUTTI_TIMEOUT's */

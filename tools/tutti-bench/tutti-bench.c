@@ -264,8 +264,16 @@ int main(int argc, char **argv) {
    * never land in a timed call. All-gather's per-rank rounding may need nranks elements. */
   size_t es = bench_esize(b.dt), bytes = opt.maxb > es * b.nranks ? opt.maxb : es * b.nranks;
   bytes = (bytes + 4095) & ~(size_t)4095;
-  b.send = aligned_alloc(4096, bytes);
-  b.recv = aligned_alloc(4096, bytes);
+  if (opt.reg) {
+    void *sp = NULL, *rp = NULL;
+    if ((r = tutti_mem_alloc(b.comm, bytes, &sp)) != TUTTI_SUCCESS ||
+        (r = tutti_mem_alloc(b.comm, bytes, &rp)) != TUTTI_SUCCESS)
+      die(&b, r, "tutti_mem_alloc (-R 1)", bytes);
+    b.send = sp, b.recv = rp;
+  } else {
+    b.send = aligned_alloc(4096, bytes);
+    b.recv = aligned_alloc(4096, bytes);
+  }
   if (!b.send || !b.recv) {
     fprintf(stderr, "tutti-bench: rank %d: out of memory for 2 x %zu bytes\n", b.rank, bytes);
     return 1;
@@ -278,7 +286,8 @@ int main(int argc, char **argv) {
     printf("# tutti-bench (tutti %s): nranks %d, transport %s, dtype %s, warmup %ld, iters ",
            TUTTI_VERSION_STRING, b.nranks, transport, bench_dtype_name(b.dt), opt.warmup);
     printf(opt.iters ? "%ld" : "auto", opt.iters);
-    printf(", %s\n# command:", opt.blocking ? "blocking" : "non-blocking");
+    printf(", %s%s\n# command:", opt.blocking ? "blocking" : "non-blocking",
+           opt.reg ? ", registered buffers" : "");
     for (int i = 0; i < argc; i++)
       printf(" %s", argv[i]);
     printf("\n");
@@ -303,9 +312,14 @@ int main(int argc, char **argv) {
     fprintf(f, "# Avg bus bandwidth    : %g \n#\n",
             busbw_count ? busbw_sum / (double)busbw_count : 0.0);
   }
+  if (opt.reg) {
+    tutti_mem_free(b.comm, b.send);
+    tutti_mem_free(b.comm, b.recv);
+  } else {
+    free(b.send);
+    free(b.recv);
+  }
   tutti_comm_destroy(b.comm);
   free(rf.v);
-  free(b.send);
-  free(b.recv);
   return wrong ? 1 : 0;
 }
