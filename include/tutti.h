@@ -267,7 +267,7 @@ TUTTI_API tutti_result_t tutti_recv(void *buf, size_t count, tutti_dtype_t dtype
  * for the matching receive to be posted), so tag 3 can be received before an earlier tag 7.
  * One exception, as MPI_Send may wait: TCP connections are made on first use, so the first
  * message to a peer reached over TCP waits until that peer is inside any tutti call that waits
- * on TCP (to accept the connection); later messages to it do not wait. */
+ * on TCP (to accept the connection); later messages to it do not wait.
  * Count and dtype must agree between a send and the receive that matches it (else
  * TUTTI_ERR_INVALID_USAGE on both). Point-to-point and collective messages between two ranks
  * share one ordered stream: a receive cannot skip over a collective's message. */
