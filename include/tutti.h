@@ -263,8 +263,11 @@ TUTTI_API tutti_result_t tutti_recv(void *buf, size_t count, tutti_dtype_t dtype
 /* Tagged point-to-point (MPI_Send / MPI_Recv). A message carries a tag >= 0 (the untagged
  * calls above send and receive tag 0). A receive takes the first message, in the order that
  * source sent them, whose source and tag it names; TUTTI_ANY_SOURCE and TUTTI_ANY_TAG match
- * any. A message that arrives before a receive matches it is kept in memory (sends never wait
+ * any. A message that arrives before a receive matches it is kept in memory (sends do not wait
  * for the matching receive to be posted), so tag 3 can be received before an earlier tag 7.
+ * One exception, as MPI_Send may wait: TCP connections are made on first use, so the first
+ * message to a peer reached over TCP waits until that peer is inside any tutti call that waits
+ * on TCP (to accept the connection); later messages to it do not wait.
  * Count and dtype must agree between a send and the receive that matches it (else
  * TUTTI_ERR_INVALID_USAGE on both). Point-to-point and collective messages between two ranks
  * share one ordered stream: a receive cannot skip over a collective's message. */

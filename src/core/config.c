@@ -23,7 +23,10 @@ static const tutti_config_var_t config_vars[] = {
     {"TUTTI_SOCKET_IFNAME", "", "network interface to listen on; empty: loopback for the "
                                 "unique id, the route to the rendezvous for data"},
     {"TUTTI_CHUNK_SIZE", "262144", "bytes per pipelined chunk of the ring and chain"},
-    {"TUTTI_SHM_QUEUE_SIZE", "1048576", "bytes of each directed shared-memory queue"},
+    {"TUTTI_NSOCKS", "1", "TCP sockets per peer pair (1 to 16); a pair's byte stream is "
+                          "striped over them in 128 KiB pieces, for links one stream cannot fill"},
+    {"TUTTI_SHM_QUEUE_SIZE", "1048576", "bytes of the largest directed shared-memory queue; "
+                                        "each local rank's queue pool is 4 of them"},
     {"TUTTI_SPIN_US", "50", "microseconds to busy-wait before sleeping (when not oversubscribed)"},
     {"TUTTI_CMA", "1", "1: ranks of one host read each other's buffers directly "
                        "(process_vm_readv) where the kernel allows it; 0: always copy through "
@@ -139,6 +142,13 @@ tutti_result_t tutti__config_parse(tutti_config_lookup_fn get, void *ctx, tutti_
              value_of(get, ctx, "TUTTI_CHUNK_SIZE"));
     return TUTTI_ERR_INVALID_ARGUMENT;
   }
+  size_t nsocks;
+  if (parse_size(value_of(get, ctx, "TUTTI_NSOCKS"), &nsocks) || nsocks < 1 || nsocks > 16) {
+    snprintf(err, errlen, "TUTTI_NSOCKS=%s is not a number of sockets from 1 to 16",
+             value_of(get, ctx, "TUTTI_NSOCKS"));
+    return TUTTI_ERR_INVALID_ARGUMENT;
+  }
+  cfg->nsocks = (int)nsocks;
   if (parse_size(value_of(get, ctx, "TUTTI_SHM_QUEUE_SIZE"), &cfg->shm_queue_bytes) ||
       cfg->shm_queue_bytes < 4096 || (cfg->shm_queue_bytes & (cfg->shm_queue_bytes - 1))) {
     snprintf(err, errlen, "TUTTI_SHM_QUEUE_SIZE=%s is not a power of two of at least 4096",

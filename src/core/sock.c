@@ -47,7 +47,9 @@ tutti_result_t tutti__sock_listen(uint32_t ip, uint16_t port, int backlog, int *
     return TUTTI_ERR_SYSTEM;
   }
   socklen_t sl = sizeof sa;
-  if (listen(s, backlog) != 0 || getsockname(s, (struct sockaddr *)&sa, &sl) != 0) {
+  /* Every listener's backlog is at least SOMAXCONN (the kernel caps it there anyway), so it
+   * never depends on the job's size and a burst of connections at a large n is not refused. */
+  if (listen(s, backlog > SOMAXCONN ? backlog : SOMAXCONN) != 0 || getsockname(s, (struct sockaddr *)&sa, &sl) != 0) {
     close(s);
     return sys_err(err, errlen, "listen");
   }

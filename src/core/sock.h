@@ -11,7 +11,8 @@
 
 #include "core/internal.h"
 
-/* Listens on ip:port (network order; port 0 picks one) and returns the bound port. */
+/* Listens on ip:port (network order; port 0 picks one) and returns the bound port. The
+ * backlog is at least SOMAXCONN, whatever backlog asks. */
 tutti_result_t tutti__sock_listen(uint32_t ip, uint16_t port, int backlog, int *fd,
                                   uint16_t *bound_port, char *err, size_t errlen);
 /* Connects to ip:port; connection refusals are retried until the deadline when retry. */

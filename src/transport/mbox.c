@@ -38,16 +38,8 @@ static inline int reached(uint32_t have, uint32_t want) { return (int32_t)(have 
  * that peer picked another algorithm, so the ranks disagree on the call. */
 static tutti_result_t queue_conflict(shm_transport_t *s, int li) {
   struct tutti_comm *comm = s->base.comm;
-  shm_ring_t *r = &s->rings[pair(s, li, s->me)];
-  uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
-  uint64_t head = atomic_load_explicit(&r->head, memory_order_acquire);
-  if (head - tail < sizeof(tutti_msg_hdr_t)) return TUTTI_SUCCESS;
   tutti_msg_hdr_t got;
-  const char *data = s->data + pair(s, li, s->me) * s->qbytes;
-  size_t pos = (size_t)tail & (s->qbytes - 1), first = s->qbytes - pos;
-  if (first > sizeof got) first = sizeof got;
-  memcpy(&got, data + pos, first);
-  memcpy((char *)&got + first, data, sizeof got - first);
+  if (!tutti__shm_peek(s, li, &got, sizeof got)) return TUTTI_SUCCESS;
   if (got.magic != TUTTI_MSG_MAGIC || got.seq != s->mhdr.seq) return TUTTI_SUCCESS;
   char who[128], msg[512];
   tutti__peer_desc(comm, s->global[li], who, sizeof who);

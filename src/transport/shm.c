@@ -1,9 +1,11 @@
 /*
  * Shared-memory transport between the ranks of one host. One segment per host holds, for
- * every ordered pair of local ranks, a single-producer single-consumer byte ring, and for
+ * every ordered pair of local ranks, a single-producer single-consumer byte ring whose bytes
+ * the producer takes from its own pool on its first message to that peer (shm_seg.h), and for
  * every local rank a doorbell word it sleeps on with a futex. The lowest rank of the host
- * creates the segment; it is unlinked as soon as every local rank has mapped it, so a crash
- * leaves nothing in /dev/shm.
+ * creates the segment and reserves all of it (posix_fallocate) before anyone touches it, so a
+ * full /dev/shm is an error at init on every local rank, never a bus error later. It is
+ * unlinked as soon as every local rank has mapped it, so a crash leaves nothing in /dev/shm.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -55,28 +57,95 @@ tutti_result_t tutti__shm_check_failed(shm_transport_t *s) {
                       why[0] ? why : "no reason given");
 }
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
+#endif
+
+/* Maps in now, best effort, pages this rank will touch, so that the page faults do not land
+ * in timed, steady-state calls (a ring of small messages takes thousands of calls to wrap).
+ * The pages exist already (the creator reserved them); older kernels refuse the advice. */
+static void prefault(char *p, size_t len) {
+  uintptr_t start = (uintptr_t)p & ~(uintptr_t)(PAGE - 1);
+  madvise((void *)start, (uintptr_t)p + len - start, MADV_POPULATE_WRITE);
+}
+
+/* Carves the queue to local rank `to` out of this rank's pool, on the first message to it.
+ * The first queues get TUTTI_SHM_QUEUE_SIZE; once the pool runs low later ones get a smaller
+ * power of two, never less than SHM_MIN_QUEUE, because the pool always keeps that much for
+ * every local rank still without one. So a valid program never runs out of queues; one that
+ * talks to every peer gets smaller queues past the first few (slower for large messages, and
+ * the bytes stream through in pieces all the same). */
+static void queue_open(shm_transport_t *s, int to) {
+  size_t left = s->pool_bytes - s->pool_used;
+  size_t keep = (size_t)(s->unopened - 1) * SHM_MIN_QUEUE;
+  size_t bytes = s->qbytes;
+  while (bytes > SHM_MIN_QUEUE && bytes > left - keep) bytes /= 2;
+  size_t off = pools_offset(s->nlocal) + (size_t)s->me * s->pool_bytes + s->pool_used;
+  s->pool_used += bytes;
+  s->unopened--;
+  prefault(s->seg + off, bytes);
+  TRACE("shm", s->base.comm->rank, "queue to local rank %d: %zu bytes (%zu of the %zu-byte pool "
+        "left)", to, bytes, s->pool_bytes - s->pool_used, s->pool_bytes);
+  s->tx[to] = (shm_queue_t){s->seg + off, bytes};
+  atomic_store_explicit(&s->rings[pair(s, s->me, to)].where,
+                        off | (uint64_t)__builtin_ctzll(bytes), memory_order_release);
+}
+
+/* Finds the queue local rank `from` opened to this rank: 1 if found, 0 if not opened yet, -1
+ * if what it published is not a queue of its pool (corruption). */
+static int queue_find(shm_transport_t *s, int from) {
+  uint64_t w = atomic_load_explicit(&s->rings[pair(s, from, s->me)].where,
+                                    memory_order_acquire);
+  if (!w) return 0;
+  size_t off = (size_t)(w & ~(uint64_t)(PAGE - 1)), lg = (size_t)(w & (PAGE - 1));
+  size_t pool = pools_offset(s->nlocal) + (size_t)from * s->pool_bytes;
+  if (lg >= 48) return -1;
+  size_t bytes = (size_t)1 << lg;
+  if (bytes < SHM_MIN_QUEUE || bytes > s->qbytes || off < pool ||
+      off + bytes > pool + s->pool_bytes)
+    return -1;
+  prefault(s->seg + off, bytes);
+  s->rx[from] = (shm_queue_t){s->seg + off, bytes};
+  return 1;
+}
+
+int tutti__shm_peek(shm_transport_t *s, int li, void *buf, size_t len) {
+  shm_ring_t *r = &s->rings[pair(s, li, s->me)];
+  uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+  uint64_t head = atomic_load_explicit(&r->head, memory_order_acquire);
+  if (head - tail < len || (!s->rx[li].data && queue_find(s, li) <= 0)) return 0;
+  const shm_queue_t *q = &s->rx[li];
+  if (head - tail > q->bytes) return 0;
+  size_t pos = (size_t)tail & (q->bytes - 1), first = q->bytes - pos;
+  if (first > len) first = len;
+  memcpy(buf, q->data + pos, first);
+  memcpy((char *)buf + first, q->data, len - first);
+  return 1;
+}
+
 static tutti_result_t shm_send(tutti_transport_t *t, int peer, const struct iovec *iov,
                                int iovcnt, size_t *moved) {
   shm_transport_t *s = (shm_transport_t *)t;
   int to = t->comm->peers[peer].local_index;
-  size_t q = pair(s, s->me, to);
-  shm_ring_t *r = &s->rings[q];
-  char *data = s->data + q * s->qbytes;
+  shm_ring_t *r = &s->rings[pair(s, s->me, to)];
+  if (!s->tx[to].data) queue_open(s, to);
+  char *data = s->tx[to].data;
+  size_t qbytes = s->tx[to].bytes;
   uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
   uint64_t tail = atomic_load_explicit(&r->tail, memory_order_acquire);
   /* The peer writes tail: one ahead of head (only corruption does that) would make room
    * exceed the ring and the copies below run past it. */
-  if (head - tail > s->qbytes) {
+  if (head - tail > qbytes) {
     char who[128];
     return tutti__error(t->comm, TUTTI_ERR_INTERNAL, "shared queue to %s is corrupt",
                         tutti__peer_desc(t->comm, peer, who, sizeof who));
   }
-  size_t room = s->qbytes - (size_t)(head - tail), total = 0;
+  size_t room = qbytes - (size_t)(head - tail), total = 0;
   for (int i = 0; i < iovcnt && room > 0; i++) {
     const char *src = iov[i].iov_base;
     size_t n = iov[i].iov_len < room ? iov[i].iov_len : room;
-    size_t pos = (size_t)(head + total) & (s->qbytes - 1);
-    size_t first = n < s->qbytes - pos ? n : s->qbytes - pos;
+    size_t pos = (size_t)(head + total) & (qbytes - 1);
+    size_t first = n < qbytes - pos ? n : qbytes - pos;
     memcpy(data + pos, src, first);
     memcpy(data, src + first, n - first);
     total += n;
@@ -94,23 +163,25 @@ static tutti_result_t shm_recv(tutti_transport_t *t, int peer, void *buf, size_t
                                size_t *moved) {
   shm_transport_t *s = (shm_transport_t *)t;
   int from = t->comm->peers[peer].local_index;
-  size_t q = pair(s, from, s->me);
-  shm_ring_t *r = &s->rings[q];
-  const char *data = s->data + q * s->qbytes;
+  shm_ring_t *r = &s->rings[pair(s, from, s->me)];
   uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
   uint64_t head = atomic_load_explicit(&r->head, memory_order_acquire);
   size_t avail = (size_t)(head - tail);
-  /* A counter pair that claims more than a full ring can only come from corruption. */
-  if (avail > s->qbytes) {
+  size_t n = len < avail ? len : avail;
+  *moved = 0;
+  if (!n) return TUTTI_SUCCESS; /* a queue not opened yet holds nothing either */
+  /* Bytes without a queue, or a counter pair that claims more than a full ring, can only
+   * come from corruption. */
+  if ((!s->rx[from].data && queue_find(s, from) <= 0) || avail > s->rx[from].bytes) {
     char who[128];
     return tutti__error(t->comm, TUTTI_ERR_INTERNAL, "shared queue from %s is corrupt",
                         tutti__peer_desc(t->comm, peer, who, sizeof who));
   }
-  size_t n = len < avail ? len : avail;
+  const char *data = s->rx[from].data;
+  size_t qbytes = s->rx[from].bytes;
   *moved = n;
-  if (!n) return TUTTI_SUCCESS;
-  size_t pos = (size_t)tail & (s->qbytes - 1);
-  size_t first = n < s->qbytes - pos ? n : s->qbytes - pos;
+  size_t pos = (size_t)tail & (qbytes - 1);
+  size_t first = n < qbytes - pos ? n : qbytes - pos;
   memcpy(buf, data + pos, first);
   memcpy((char *)buf + first, data, n - first);
   atomic_store_explicit(&r->tail, tail + n, memory_order_release);
@@ -126,7 +197,9 @@ static int want_ready(shm_transport_t *s, const tutti_want_t *w) {
   }
   if (w->what & TUTTI_WANT_SEND) {
     shm_ring_t *r = &s->rings[pair(s, s->me, li)];
-    if (atomic_load(&r->head) - atomic_load(&r->tail) < s->qbytes) return 1;
+    /* A queue not opened yet is opened by the send. */
+    if (!s->tx[li].data || atomic_load(&r->head) - atomic_load(&r->tail) < s->tx[li].bytes)
+      return 1;
   }
   return 0;
 }
@@ -201,6 +274,8 @@ static void shm_destroy(tutti_transport_t *t) {
   free(s->pidfd);
   free(s->global);
   free(s->mseen);
+  free(s->tx);
+  free(s->rx);
   free(s);
 }
 
@@ -221,94 +296,18 @@ static void nap_us(long us) {
   nanosleep(&ts, NULL);
 }
 
-/* The creator sizes and initialises the segment; the others wait for it to appear. */
-static tutti_result_t shm_map(shm_transport_t *s, const char *name, int64_t deadline) {
-  struct tutti_comm *comm = s->base.comm;
-  int fd = -1;
-  if (s->me == 0) {
-    fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
-    if (fd < 0 || ftruncate(fd, (off_t)s->seg_bytes) != 0) {
-      int e = errno;
-      if (fd >= 0) {
-        close(fd);
-        shm_unlink(name);
-      }
-      return tutti__error(comm, TUTTI_ERR_SYSTEM, "cannot create shared segment %s of %zu "
-                          "bytes: %s", name, s->seg_bytes, strerror(e));
-    }
-  } else {
-    for (;;) {
-      fd = shm_open(name, O_RDWR | O_CLOEXEC, 0600);
-      struct stat st;
-      if (fd >= 0 && fstat(fd, &st) == 0 && (size_t)st.st_size == s->seg_bytes) break;
-      if (fd >= 0) close(fd);
-      if (tutti__now_ns() > deadline)
-        return tutti__error(comm, TUTTI_ERR_TIMEOUT, "shared segment %s never appeared "
-                            "(the host's first rank %d did not create it)", name, s->global[0]);
-      nap_us(500);
-    }
-  }
-  void *p = mmap(NULL, s->seg_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  int e = errno;
-  close(fd);
-  if (p == MAP_FAILED) {
-    if (s->me == 0) shm_unlink(name);
-    return tutti__error(comm, TUTTI_ERR_SYSTEM, "cannot map shared segment %s: %s", name,
-                        strerror(e));
-  }
-  s->seg = p;
-  s->hdr = (shm_header_t *)p;
-  s->slots = (shm_slot_t *)(s->seg + slots_offset());
-  s->rings = (shm_ring_t *)(s->seg + rings_offset(s->nlocal));
-  s->data = s->seg + data_offset(s->nlocal);
-  s->mboxes = s->seg + mbox_offset(s->nlocal, s->qbytes);
-  if (s->me == 0) {
-    s->hdr->magic = SHM_MAGIC;
-    s->hdr->job_id = comm->job_id;
-    s->hdr->queue_bytes = s->qbytes;
-    s->hdr->total_bytes = s->seg_bytes;
-    s->hdr->nlocal = (uint32_t)s->nlocal;
-    atomic_store_explicit(&s->hdr->ready, 1, memory_order_release);
-  }
-  while (!atomic_load_explicit(&s->hdr->ready, memory_order_acquire)) {
-    if (tutti__now_ns() > deadline)
-      return tutti__error(comm, TUTTI_ERR_TIMEOUT, "shared segment %s was never initialised",
-                          name);
-    nap_us(200);
-  }
-  if (s->hdr->magic != SHM_MAGIC || s->hdr->job_id != comm->job_id ||
-      s->hdr->nlocal != (uint32_t)s->nlocal || s->hdr->queue_bytes != s->qbytes)
-    return tutti__error(comm, TUTTI_ERR_INVALID_USAGE, "shared segment %s belongs to another "
-                        "job or was made with another TUTTI_SHM_QUEUE_SIZE", name);
-  return TUTTI_SUCCESS;
-}
-
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
-#endif
-
-/* Maps in, now, every page of the segment this rank will touch: its queues to and from each
- * peer, the counters and the mailboxes. Otherwise each page faults the first time a call
- * reaches it, and a ring of small messages takes thousands of calls to wrap, so the faults
- * land in timed, steady-state calls. Best effort: older kernels refuse the advice. */
-static void prefault(shm_transport_t *s) {
-  madvise(s->seg, data_offset(s->nlocal), MADV_POPULATE_WRITE);
-  for (int j = 0; j < s->nlocal; j++) {
-    if (j == s->me) continue;
-    madvise(s->data + pair(s, s->me, j) * s->qbytes, s->qbytes, MADV_POPULATE_WRITE);
-    madvise(s->data + pair(s, j, s->me) * s->qbytes, s->qbytes, MADV_POPULATE_WRITE);
-  }
-  madvise(s->mboxes, (size_t)s->nlocal * MBOX_DEPTH * MBOX_STRIDE, MADV_POPULATE_WRITE);
-}
-
-/* Waits until every local rank's CMA state is at least state. */
+/* Waits until every local rank's CMA state is at least state. The nap grows (to 2 ms): a
+ * hundred ranks polling every 100 us starve the ones they wait for of CPU (1.3 s of a
+ * 128-rank init on 2 cores). */
 static tutti_result_t cma_wait_all(shm_transport_t *s, uint32_t state, int64_t deadline) {
+  long nap = 50;
   for (int i = 0; i < s->nlocal; i++)
     while (atomic_load_explicit(&s->slots[i].cma_state, memory_order_acquire) < state) {
       if (tutti__now_ns() > deadline)
         return tutti__error(s->base.comm, TUTTI_ERR_TIMEOUT, "local rank %d never finished "
                             "the single-copy check", s->global[i]);
-      nap_us(100);
+      nap_us(nap);
+      if (nap < 2000) nap *= 2;
     }
   return TUTTI_SUCCESS;
 }
@@ -356,11 +355,13 @@ tutti_result_t tutti__shm_create(struct tutti_comm *comm, int listen_fd, tutti_t
   s->nlocal = comm->nlocal;
   s->me = comm->peers[comm->rank].local_index;
   s->qbytes = comm->cfg.shm_queue_bytes;
-  s->seg_bytes = mbox_offset(s->nlocal, s->qbytes) + (size_t)s->nlocal * MBOX_DEPTH * MBOX_STRIDE;
+  s->unopened = s->nlocal;
   s->pidfd = malloc((size_t)s->nlocal * sizeof *s->pidfd);
   s->global = malloc((size_t)s->nlocal * sizeof *s->global);
   s->mseen = calloc((size_t)s->nlocal, sizeof *s->mseen);
-  if (!s->pidfd || !s->global || !s->mseen) {
+  s->tx = calloc((size_t)s->nlocal, sizeof *s->tx);
+  s->rx = calloc((size_t)s->nlocal, sizeof *s->rx);
+  if (!s->pidfd || !s->global || !s->mseen || !s->tx || !s->rx) {
     res = tutti__error(comm, TUTTI_ERR_SYSTEM, "out of memory creating shm transport");
     goto out;
   }
@@ -374,7 +375,9 @@ tutti_result_t tutti__shm_create(struct tutti_comm *comm, int listen_fd, tutti_t
   snprintf(name, sizeof name, "/tutti-%016llx-%d", (unsigned long long)comm->job_id,
            s->global[0]);
   int64_t deadline = tutti__deadline_after(comm->cfg.timeout_s);
-  TRY_GOTO(shm_map(s, name, deadline), res, out);
+  int64_t t0 = tutti__now_ns();
+  TRY_GOTO(tutti__shm_map(s, name, deadline), res, out);
+  int64_t t1 = tutti__now_ns();
   atomic_fetch_add(&s->hdr->attached, 1);
   if (s->me == 0) {
     while (atomic_load(&s->hdr->attached) < (uint32_t)s->nlocal && tutti__now_ns() < deadline)
@@ -389,10 +392,24 @@ tutti_result_t tutti__shm_create(struct tutti_comm *comm, int listen_fd, tutti_t
   for (int i = 0; i < s->nlocal; i++)
     if (i != s->me)
       s->pidfd[i] = (int)syscall(SYS_pidfd_open, comm->peers[s->global[i]].pid, 0);
+  int64_t t2 = tutti__now_ns();
   TRY_GOTO(cma_check(s, deadline), res, out);
-  prefault(s);
-  INFO("shm", comm->rank, "segment %s: %d local ranks, %zu-byte queues, single-copy %s", name,
-       s->nlocal, s->qbytes, comm->cma ? "on" : "off");
+  int64_t t3 = tutti__now_ns();
+  /* Now: the slots and counters, this rank's mailboxes, and the first page (flag, header,
+   * small payloads) of every peer's; the rest of a peer's mailbox when a large one-shot
+   * payload first reaches it, and the queues' pages when they are opened. Every mailbox of
+   * every peer would be n^2 pages for the host (2.2 GB of mappings at 64 ranks, 0.9 s). */
+  prefault(s->seg, pools_offset(s->nlocal));
+  prefault((char *)mbox_of(s, s->me, 0), MBOX_DEPTH * MBOX_STRIDE);
+  for (int li = 0; li < s->nlocal; li++)
+    for (uint32_t k = 0; k < MBOX_DEPTH && li != s->me; k++)
+      prefault((char *)mbox_of(s, li, k), PAGE);
+  INFO("shm", comm->rank, "segment %s: %zu bytes reserved for %d local ranks, queues of up to "
+       "%zu bytes from %zu-byte pools, single-copy %s; set up in %.3f s (map %.3f, attach "
+       "%.3f, single-copy check %.3f, prefault %.3f)", name, s->seg_bytes, s->nlocal, s->qbytes,
+       s->pool_bytes, comm->cma ? "on" : "off", (double)(tutti__now_ns() - t0) / 1e9,
+       (double)(t1 - t0) / 1e9, (double)(t2 - t1) / 1e9, (double)(t3 - t2) / 1e9,
+       (double)(tutti__now_ns() - t3) / 1e9);
 out:
   if (res != TUTTI_SUCCESS) {
     shm_destroy(&s->base);

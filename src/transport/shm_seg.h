@@ -1,6 +1,13 @@
 /*
  * The layout of the shared-memory segment of one host and the transport's private state,
  * shared by the byte queues (shm.c) and the one-shot mailboxes (mbox.c).
+ *
+ * The segment, in order: the header; one slot per local rank; one pair of ring counters per
+ * ordered pair of local ranks (128 bytes each: 2 MiB at 128 ranks); one queue pool per local
+ * rank (pool_bytes each); the mailboxes (MBOX_DEPTH per local rank). A queue's bytes live in
+ * its producer's pool and are carved out on the producer's first message to that peer, so
+ * the memory follows the pairs an algorithm uses and the segment grows linearly in the local
+ * ranks (shm.c, queue_open).
  */
 #ifndef TUTTI_SHM_SEG_H
 #define TUTTI_SHM_SEG_H
@@ -10,20 +17,29 @@
 
 #include "transport/transport.h"
 
-#define SHM_MAGIC 0x7475747469534d31ull /* "tuttiSM1" */
+#define SHM_MAGIC 0x7475747469534d32ull /* "tuttiSM2" */
 #define CACHELINE 64
 #define PAGE 4096
+
+/* The smallest queue a pool hands out; a pool always has room for one per local rank. */
+#define SHM_MIN_QUEUE PAGE
 
 typedef struct shm_header {
   uint64_t magic;
   uint64_t job_id;
-  uint64_t queue_bytes;
+  uint64_t queue_bytes; /* the largest queue: TUTTI_SHM_QUEUE_SIZE */
+  uint64_t pool_bytes;  /* each local rank's pool of queue space (chosen by the creator) */
   uint64_t total_bytes;
   uint32_t nlocal;
-  _Atomic uint32_t ready;    /* set by the creator once the layout is initialised */
+  /* Set by the creator: SHM_READY once the layout is initialised, SHM_REFUSED if the host
+   * could not reserve it (the reason below, which every local rank reports). */
+  _Atomic uint32_t ready;
   _Atomic uint32_t attached; /* local ranks that have mapped the segment */
   _Atomic int32_t failed;    /* 1 + global rank of the first rank that failed, or 0 */
+  char refused[512];         /* why the creator could not reserve the segment */
 } shm_header_t;
+
+enum { SHM_READY = 1, SHM_REFUSED = 2 };
 
 #define CALL_DEPTH 8u
 
@@ -52,11 +68,21 @@ typedef struct shm_slot {
 
 enum { CMA_NONE, CMA_PUBLISHED, CMA_OK, CMA_REFUSED };
 
-/* Producer and consumer counters on separate lines so they do not bounce together. */
+/* Producer and consumer counters on separate lines so they do not bounce together. A ring
+ * has no bytes until its producer's first message: then `where` (segment offset of the data,
+ * page-aligned, | log2 of its size) is stored before head first moves, so a consumer that
+ * sees head move finds the data, and one that sees no bytes needs none. */
 typedef struct shm_ring {
   _Alignas(CACHELINE) _Atomic uint64_t head; /* bytes written, owned by the producer */
+  _Atomic uint64_t where;                    /* 0 until the producer opens the queue */
   _Alignas(CACHELINE) _Atomic uint64_t tail; /* bytes read, owned by the consumer */
 } shm_ring_t;
+
+/* A queue as one side sees it, cached in private memory once opened. */
+typedef struct shm_queue {
+  char *data; /* NULL until opened */
+  size_t bytes;
+} shm_queue_t;
 
 /*
  * A one-shot mailbox: the payload a rank offers its peers for one small collective, read in
@@ -81,8 +107,12 @@ typedef struct shm_transport {
   shm_header_t *hdr;
   shm_slot_t *slots;
   shm_ring_t *rings;
-  char *data;
-  size_t qbytes;
+  size_t qbytes;     /* the largest queue */
+  size_t pool_bytes; /* each local rank's pool */
+  shm_queue_t *tx;   /* per local index: the queue this rank writes to it */
+  shm_queue_t *rx;   /* per local index: the queue this rank reads from it */
+  size_t pool_used;  /* bytes of this rank's pool handed out */
+  int unopened;      /* local ranks this rank has opened no queue to yet */
   int nlocal;
   int me;      /* local index of this rank */
   int *pidfd;  /* per local index; -1 where pidfd_open is refused */
@@ -100,12 +130,14 @@ static inline size_t slots_offset(void) { return round_up(sizeof(shm_header_t), 
 static inline size_t rings_offset(int n) {
   return slots_offset() + round_up((size_t)n * sizeof(shm_slot_t), PAGE);
 }
-static inline size_t data_offset(int n) {
+static inline size_t pools_offset(int n) {
   return rings_offset(n) + round_up((size_t)n * (size_t)n * sizeof(shm_ring_t), PAGE);
 }
-
-static inline size_t mbox_offset(int n, size_t qbytes) {
-  return data_offset(n) + (size_t)n * (size_t)n * qbytes;
+static inline size_t mbox_offset(int n, size_t pool_bytes) {
+  return pools_offset(n) + (size_t)n * pool_bytes;
+}
+static inline size_t seg_size(int n, size_t pool_bytes) {
+  return mbox_offset(n, pool_bytes) + (size_t)n * MBOX_DEPTH * MBOX_STRIDE;
 }
 static inline shm_mbox_t *mbox_of(const shm_transport_t *s, int li, uint32_t call) {
   return (shm_mbox_t *)(s->mboxes + ((size_t)li * MBOX_DEPTH + call % MBOX_DEPTH) * MBOX_STRIDE);
@@ -115,11 +147,20 @@ static inline size_t pair(const shm_transport_t *s, int from, int to) {
   return (size_t)from * (size_t)s->nlocal + (size_t)to;
 }
 
-/* shm.c, for mbox.c. */
+/* shm_seg.c, for shm.c: creates (the host's first local rank) or waits for and maps the
+ * segment `name`, and sets s->seg, hdr, slots, rings, mboxes, pool_bytes and seg_bytes from
+ * the creator's verdict. If the creator could not reserve it, every local rank fails with
+ * the creator's sentence, after every rank has seen it (so the creator can unlink it). */
+tutti_result_t tutti__shm_map(shm_transport_t *s, const char *name, int64_t deadline);
+
+/* shm.c, for mbox.c and shm_seg.c. */
 struct timespec;
 long tutti__shm_futex(_Atomic uint32_t *addr, int op, uint32_t val, const struct timespec *ts);
 /* The failure another local rank published, as this rank's error; success if none. */
 tutti_result_t tutti__shm_check_failed(shm_transport_t *s);
+/* Copies the first len unread bytes of the queue from local rank li without consuming them;
+ * 0 if fewer than len are there. */
+int tutti__shm_peek(shm_transport_t *s, int li, void *buf, size_t len);
 /* 1 if local rank li's process has exited. */
 int tutti__shm_exited(const shm_transport_t *s, int li);
 /* TUTTI_ERR_REMOTE naming the first of the wanted peers that has exited. */

@@ -19,6 +19,7 @@ import time
 CHALLENGE_BYTES = 40  # magic, version/pad, 32-byte nonce (rendezvous and data listeners)
 HELLO_MAGIC = 0x74747463  # "tttc", the data listener's hello (src/transport/tcp.c)
 DEADLINE_S = 60
+KNOCK_MAGIC = 0x7474746B  # "tttk": a tcp data connection asks for its challenge
 
 
 def listening_ports(pids):
@@ -81,7 +82,17 @@ def attack(port, kind, secret, results, first_challenge):
         if kind == "garbage":
             s.sendall(os.urandom(4096))
         else:
-            ch = recv_exact(s, CHALLENGE_BYTES)
+            # The rendezvous and tree listeners challenge at once; a tcp data listener waits
+            # for the connecting side's knock (src/transport/tcp_conn.c) before it does.
+            s.settimeout(1.0)
+            try:
+                first = s.recv(CHALLENGE_BYTES)
+            except socket.timeout:
+                s.sendall(struct.pack("<II", KNOCK_MAGIC, 0))
+                first = b""
+            s.settimeout(DEADLINE_S)
+            ch = first + recv_exact(s, CHALLENGE_BYTES - len(first)) if first else \
+                recv_exact(s, CHALLENGE_BYTES)
             if len(ch) != CHALLENGE_BYTES:
                 results.append((port, kind, "closed before its challenge"))
                 return
