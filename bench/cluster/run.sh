@@ -18,7 +18,7 @@
 # Overrides (environment):
 #   ROUNDS=3  SIZES=8,64k,1M,16M  RATES="1gbit 10gbit"  SPECS="block:3x2 cyclic:3x2 block:3x1"
 #   COLLS=allreduce,allgather,reduce_scatter,broadcast
-#   TUTTI_ALGOS="auto ring"        the tutti algorithm axis (add hierarchical when it exists)
+#   TUTTI_ALGOS="auto ring hier"   the tutti algorithm axis (auto: the tuner's pick)
 #   PROGRAMS="tutti gloo ompi ompi_yield"
 #   OUT=bench/results  BUILD=build  RUN_TIMEOUT=900 (seconds per program run)
 #   WARMUP=5                       untimed calls per size and program (every harness's -w)
@@ -35,7 +35,7 @@ SIZES=${SIZES:-8,64k,1M,16M}
 RATES=${RATES:-1gbit 10gbit}
 SPECS=${SPECS:-block:3x2 cyclic:3x2 block:3x1}
 COLLS=${COLLS:-allreduce,allgather,reduce_scatter,broadcast}
-TUTTI_ALGOS=${TUTTI_ALGOS:-auto ring}
+TUTTI_ALGOS=${TUTTI_ALGOS:-auto ring hier}
 PROGRAMS=${PROGRAMS:-tutti gloo ompi ompi_yield}
 OUT=${OUT:-bench/results}
 BUILD=${BUILD:-build}
@@ -93,6 +93,11 @@ done
   echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')"
   echo "cpu: $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores"
   echo "memory: $(free -g | awk '/^Mem:/ {print $2}') GiB"
+  lscpu | grep -i 'cache' | sed 's/^/cache: /; s/  */ /g'
+  # The machine's copy speed as tutti measures it (a fresh measurement, not the cache).
+  TUTTI_TUNE_MEASURE=force "$BUILD/bin/tutti-info" --explain allreduce 1M 2 2>/dev/null |
+    sed -n 's/^ *copy /memcpy (tutti-info, measured now): copy /p'
+  echo "uptime at start: $(uptime)"
   echo "kernel: $(uname -r)"
   # shellcheck source=/dev/null
   echo "os: $(. /etc/os-release && echo "$PRETTY_NAME")"

@@ -72,6 +72,19 @@ static const tutti_algo_t algos[] = {
       [TUTTI_COLL_REDUCE_SCATTERV] = tutti__det_reduce_scatterv,
       [TUTTI_COLL_REDUCE] = tutti__det_reduce},
      NULL, 0, 0},
+    {"hier",
+     "hierarchical, for ranks on several hosts: the ranks of each host reduce-scatter, then "
+     "one rank per host for each local index works across the hosts (all local ranks at "
+     "once), then each host all-gathers (all-reduce; the same split for all-gather, "
+     "reduce-scatter and reduce); broadcast and barrier as a chain or dissemination among "
+     "the hosts' leaders, which serve their own hosts",
+     {[TUTTI_COLL_ALLREDUCE] = tutti__hier_allreduce,
+      [TUTTI_COLL_ALLGATHER] = tutti__hier_allgather,
+      [TUTTI_COLL_REDUCE_SCATTER] = tutti__hier_reduce_scatter,
+      [TUTTI_COLL_REDUCE] = tutti__hier_reduce,
+      [TUTTI_COLL_BROADCAST] = tutti__hier_broadcast,
+      [TUTTI_COLL_BARRIER] = tutti__hier_barrier},
+     tutti__cost_hier, 0, 0},
     {"pairwise",
      "all-to-all in n-1 steps, each a send to rank+k and a receive from rank-k",
      {[TUTTI_COLL_ALLTOALLV] = tutti__pairwise_alltoallv},

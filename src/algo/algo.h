@@ -99,6 +99,62 @@ tutti_result_t tutti__det_allreduce(struct tutti_comm *comm, const tutti_coll_ar
 tutti_result_t tutti__det_reduce_scatter(struct tutti_comm *comm, const tutti_coll_args_t *a);
 tutti_result_t tutti__det_reduce_scatterv(struct tutti_comm *comm, const tutti_coll_args_t *a);
 tutti_result_t tutti__det_reduce(struct tutti_comm *comm, const tutti_coll_args_t *a);
+tutti_result_t tutti__hier_allreduce(struct tutti_comm *comm, const tutti_coll_args_t *a);
+tutti_result_t tutti__hier_allgather(struct tutti_comm *comm, const tutti_coll_args_t *a);
+tutti_result_t tutti__hier_reduce_scatter(struct tutti_comm *comm, const tutti_coll_args_t *a);
+tutti_result_t tutti__hier_reduce(struct tutti_comm *comm, const tutti_coll_args_t *a);
+tutti_result_t tutti__hier_broadcast(struct tutti_comm *comm, const tutti_coll_args_t *a);
+tutti_result_t tutti__hier_barrier(struct tutti_comm *comm, const tutti_coll_args_t *a);
+
+/* ---- ring.c: ring phases over any ordered group of ranks -------------------------------- */
+
+/* An ordered group of ranks: a ring runs ranks[0] -> ranks[1] -> ... -> ranks[n-1] -> ranks[0]
+ * and this rank is ranks[pos]. The flat ring is every rank, host by host (core/topo.h); the
+ * hierarchical algorithms run rings over the ranks of one host and over one rank per host. */
+typedef struct tutti_group {
+  const int *ranks;
+  int n;
+  int pos;
+} tutti_group_t;
+
+/* A run of elements. */
+typedef struct tutti_seg {
+  size_t off, len;
+} tutti_seg_t;
+
+/* Where the group's n blocks lie, in elements from the phase's buffer: the block of position
+ * b is block i = perm[b] (perm NULL: i = b), which is
+ *   segs set:  the segments segs[seg_first[i] .. seg_first[i + 1]) (seg_first: n + 1 entries;
+ *              a block may have none);
+ *   lens set:  lens[i] elements at offs[i];
+ *   per set:   per elements at i * per;
+ *   else:      block i of count split as evenly as possible (tutti__block_range).
+ * Blocks never overlap; every rank of the group must describe the same layout. */
+typedef struct tutti_ring_layout {
+  size_t count;
+  size_t per;
+  int n;
+  const size_t *offs;
+  const size_t *lens;
+  const int *perm;
+  const tutti_seg_t *segs;
+  const int *seg_first;
+} tutti_ring_layout_t;
+
+/* Ring all-gather over g: on entry w holds this position's block, on return every block.
+ * n - 1 steps; each moves one block to the right neighbour in chunks of TUTTI_CHUNK_SIZE. */
+tutti_result_t tutti__ring_group_allgather(struct tutti_comm *comm, const tutti_coll_args_t *a,
+                                           const tutti_group_t *g, const tutti_ring_layout_t *l,
+                                           char *w);
+/* Ring reduce-scatter over g: every position's input is `in` (read, at the blocks' places);
+ * partial sums go to w at the same places (w may be in), and on return w holds the complete
+ * reduction of this position's block (AVG not yet divided). With g->n == 1 nothing moves and
+ * nothing is copied. tmp holds one chunk. */
+tutti_result_t tutti__ring_group_reduce_scatter(struct tutti_comm *comm,
+                                                const tutti_coll_args_t *a,
+                                                const tutti_group_t *g,
+                                                const tutti_ring_layout_t *l, const char *in,
+                                                char *w, char *tmp);
 
 /* ---- fold.c: the non-power-of-two fold of recursive doubling and halving ---------------- */
 

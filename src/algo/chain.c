@@ -1,12 +1,14 @@
 /*
  * Pipelined chains for broadcast (away from the root) and reduce (toward the root). A chain
  * has no cycle, so a window of sends in flight cannot deadlock: the last rank only
- * receives, and every rank's sends drain once the ranks after it do.
+ * receives, and every rank's sends drain once the ranks after it do. The chain visits the
+ * ranks host by host (core/topo.h), so it crosses each host's link once.
  */
 #include <string.h>
 
 #include "algo/algo.h"
 #include "algo/patterns.h"
+#include "core/topo.h"
 #include "kernels/kernels.h"
 
 tutti_result_t tutti__chain_broadcast(struct tutti_comm *comm, const tutti_coll_args_t *a) {
@@ -14,8 +16,11 @@ tutti_result_t tutti__chain_broadcast(struct tutti_comm *comm, const tutti_coll_
   size_t es = a->esize, ce = tutti__chunk_elems(comm, es);
   char *out = a->recvbuf;
   const char *in = a->sendbuf;
-  int pos = tutti__chain_pos_from_root(r, a->root, n);
-  int prev = tutti__ring_left(r, n), next = tutti__ring_right(r, n);
+  const tutti_topo_t *t = tutti__topo(comm);
+  if (!t) return tutti__error(comm, TUTTI_ERR_SYSTEM, "out of memory for the topology");
+  int me = t->pos_of[r];
+  int pos = tutti__chain_pos_from_root(me, t->pos_of[a->root], n);
+  int prev = t->ranks[tutti__ring_left(me, n)], next = t->ranks[tutti__ring_right(me, n)];
   int is_root = pos == 0, is_last = pos == n - 1;
   tutti_sendq_t q;
   tutti__sendq_init(&q);
@@ -42,8 +47,11 @@ tutti_result_t tutti__chain_reduce(struct tutti_comm *comm, const tutti_coll_arg
     if (a->recvbuf != a->sendbuf) memmove(a->recvbuf, a->sendbuf, a->count * es);
     return TUTTI_SUCCESS;
   }
-  int pos = tutti__chain_pos_to_root(r, a->root, n);
-  int prev = tutti__ring_left(r, n), next = tutti__ring_right(r, n);
+  const tutti_topo_t *t = tutti__topo(comm);
+  if (!t) return tutti__error(comm, TUTTI_ERR_SYSTEM, "out of memory for the topology");
+  int me = t->pos_of[r];
+  int pos = tutti__chain_pos_to_root(me, t->pos_of[a->root], n);
+  int prev = t->ranks[tutti__ring_left(me, n)], next = t->ranks[tutti__ring_right(me, n)];
   int is_first = pos == 0, is_root = pos == n - 1;
   /* Scratch: one receive chunk plus one outgoing partial per send slot, reused only after
    * that slot's send has completed. */

@@ -3,34 +3,46 @@
  * all-gather, plus their variable-count forms, which only change where the blocks lie. Each
  * step moves one block to the right neighbour in chunks, so the reduction of one chunk
  * overlaps the transfer of the next. Every block is reduced along one chain and then copied,
- * so all ranks end with bit-identical results.
+ * so all ranks end with bit-identical results. The ring visits the ranks host by host
+ * (core/topo.h); the phases also run over any ordered sub-group and any layout of blocks
+ * (algo.h: tutti__ring_group_*), which is how the hierarchical algorithms use them.
  */
 #include <string.h>
 
 #include "algo/algo.h"
 #include "algo/patterns.h"
+#include "core/topo.h"
 #include "kernels/kernels.h"
 
-/* Where the n blocks lie: at offs[b] with lens[b] elements each when lens is set (the
- * v-variants: any order in memory, zero lengths allowed, no overlap), else `per` elements
- * each, else (per == 0) count split as evenly as possible. Offsets are in elements. */
-typedef struct layout {
-  size_t count;
-  size_t per;
-  int n;
-  const size_t *offs;
-  const size_t *lens;
-} layout_t;
+/* The block at position b of the group: its index in the layout's arrays. */
+static int block_index(const tutti_ring_layout_t *l, int b) { return l->perm ? l->perm[b] : b; }
 
-static void block(const layout_t *l, int b, size_t *off, size_t *len) {
-  if (l->lens) {
-    *off = l->offs[b];
-    *len = l->lens[b];
+/* Segments of the block at position b (1 unless the layout lists segments). */
+static int nsegs(const tutti_ring_layout_t *l, int b) {
+  if (!l->segs) return 1;
+  int i = block_index(l, b);
+  return l->seg_first[i + 1] - l->seg_first[i];
+}
+
+/* Segment k of the block at position b; an absent segment (k past the block's) is empty. */
+static void segment(const tutti_ring_layout_t *l, int b, int k, size_t *off, size_t *len) {
+  int i = block_index(l, b);
+  *off = *len = 0;
+  if (l->segs) {
+    if (k < nsegs(l, b)) {
+      *off = l->segs[l->seg_first[i] + k].off;
+      *len = l->segs[l->seg_first[i] + k].len;
+    }
+  } else if (k > 0) {
+    return;
+  } else if (l->lens) {
+    *off = l->offs[i];
+    *len = l->lens[i];
   } else if (l->per) {
-    *off = (size_t)b * l->per;
+    *off = (size_t)i * l->per;
     *len = l->per;
   } else {
-    tutti__block_range(l->count, l->n, b, off, len);
+    tutti__block_range(l->count, l->n, i, off, len);
   }
 }
 
@@ -38,22 +50,26 @@ static size_t min_sz(size_t a, size_t b) { return a < b ? a : b; }
 static size_t chunk_len(size_t len, size_t c, size_t ce) {
   return c * ce < len ? min_sz(ce, len - c * ce) : 0;
 }
+static int max_int(int a, int b) { return a > b ? a : b; }
 
-/* On entry W holds this rank's block; on return it holds every block. */
-static tutti_result_t allgather_phase(struct tutti_comm *comm, const tutti_coll_args_t *a,
-                                      const layout_t *l, char *w) {
-  int n = comm->nranks, r = comm->rank;
-  int right = tutti__ring_right(r, n), left = tutti__ring_left(r, n);
+tutti_result_t tutti__ring_group_allgather(struct tutti_comm *comm, const tutti_coll_args_t *a,
+                                           const tutti_group_t *g, const tutti_ring_layout_t *l,
+                                           char *w) {
+  int n = g->n, r = g->pos;
+  int right = g->ranks[tutti__ring_right(r, n)], left = g->ranks[tutti__ring_left(r, n)];
   size_t es = a->esize, ce = tutti__chunk_elems(comm, es);
   for (int s = 0; s < n - 1; s++) {
-    size_t so, sl, ro, rl;
-    block(l, tutti__mod(r - s, n), &so, &sl);
-    block(l, tutti__mod(r - s - 1, n), &ro, &rl);
-    size_t nc = tutti__nchunks(sl > rl ? sl : rl, ce);
-    for (size_t c = 0; c < nc; c++) {
-      size_t cs = chunk_len(sl, c, ce), cr = chunk_len(rl, c, ce);
-      TRY(tutti__sendrecv(comm, right, w + (so + c * ce) * es, cs * es, left,
-                          w + (ro + c * ce) * es, cr * es, a->deadline));
+    int sb = tutti__mod(r - s, n), rb = tutti__mod(r - s - 1, n);
+    for (int k = 0, nk = max_int(nsegs(l, sb), nsegs(l, rb)); k < nk; k++) {
+      size_t so, sl, ro, rl;
+      segment(l, sb, k, &so, &sl);
+      segment(l, rb, k, &ro, &rl);
+      size_t nc = tutti__nchunks(sl > rl ? sl : rl, ce);
+      for (size_t c = 0; c < nc; c++) {
+        size_t cs = chunk_len(sl, c, ce), cr = chunk_len(rl, c, ce);
+        TRY(tutti__sendrecv(comm, right, w + (so + c * ce) * es, cs * es, left,
+                            w + (ro + c * ce) * es, cr * es, a->deadline));
+      }
     }
   }
   return TUTTI_SUCCESS;
@@ -61,40 +77,66 @@ static tutti_result_t allgather_phase(struct tutti_comm *comm, const tutti_coll_
 
 /* Where reduce-scatter keeps partial sums: in W at the block's own offset (all-reduce), or
  * alternating between two block-sized buffers and finally `final` (reduce-scatter, whose
- * input must not be written). */
+ * input must not be written; single-segment layouts only). */
 typedef struct partials {
   char *w;
   char *buf[2];
   char *final;
 } partials_t;
 
-/* After step s of n-1, rank r has combined block (r - s - 2) from ranks r-s-1 .. r; after the
- * last step it holds the complete reduction of its own block r. */
+/* After step s of n-1, position r has combined block (r - s - 2) from positions r-s-1 .. r;
+ * after the last step it holds the complete reduction of its own block r. */
 static tutti_result_t reduce_scatter_phase(struct tutti_comm *comm, const tutti_coll_args_t *a,
-                                           const layout_t *l, const char *in,
+                                           const tutti_group_t *g,
+                                           const tutti_ring_layout_t *l, const char *in,
                                            const partials_t *p, char *tmp) {
-  int n = comm->nranks, r = comm->rank;
-  int right = tutti__ring_right(r, n), left = tutti__ring_left(r, n);
+  int n = g->n, r = g->pos;
+  int right = g->ranks[tutti__ring_right(r, n)], left = g->ranks[tutti__ring_left(r, n)];
   size_t es = a->esize, ce = tutti__chunk_elems(comm, es);
   for (int s = 0; s < n - 1; s++) {
-    size_t so, sl, ro, rl;
-    block(l, tutti__mod(r - s - 1, n), &so, &sl);
-    block(l, tutti__mod(r - s - 2, n), &ro, &rl);
-    const char *src = s == 0 ? in + so * es : p->w ? p->w + so * es : p->buf[(s - 1) & 1];
-    char *dst = p->w ? p->w + ro * es : s == n - 2 ? p->final : p->buf[s & 1];
-    const char *own = in + ro * es;
-    size_t nc = tutti__nchunks(sl > rl ? sl : rl, ce);
-    for (size_t c = 0; c < nc; c++) {
-      size_t cs = chunk_len(sl, c, ce), cr = chunk_len(rl, c, ce), at = c * ce * es;
-      TRY(tutti__sendrecv(comm, right, src + at, cs * es, left, tmp, cr * es, a->deadline));
-      if (cr) tutti__reduce(dst + at, own + at, tmp, cr, a->dtype, a->op);
+    int sb = tutti__mod(r - s - 1, n), rb = tutti__mod(r - s - 2, n);
+    for (int k = 0, nk = max_int(nsegs(l, sb), nsegs(l, rb)); k < nk; k++) {
+      size_t so, sl, ro, rl;
+      segment(l, sb, k, &so, &sl);
+      segment(l, rb, k, &ro, &rl);
+      const char *src = s == 0 ? in + so * es : p->w ? p->w + so * es : p->buf[(s - 1) & 1];
+      char *dst = p->w ? p->w + ro * es : s == n - 2 ? p->final : p->buf[s & 1];
+      const char *own = in + ro * es;
+      size_t nc = tutti__nchunks(sl > rl ? sl : rl, ce);
+      for (size_t c = 0; c < nc; c++) {
+        size_t cs = chunk_len(sl, c, ce), cr = chunk_len(rl, c, ce), at = c * ce * es;
+        TRY(tutti__sendrecv(comm, right, src + at, cs * es, left, tmp, cr * es, a->deadline));
+        if (cr) tutti__reduce(dst + at, own + at, tmp, cr, a->dtype, a->op);
+      }
     }
   }
   return TUTTI_SUCCESS;
 }
 
+tutti_result_t tutti__ring_group_reduce_scatter(struct tutti_comm *comm,
+                                                const tutti_coll_args_t *a,
+                                                const tutti_group_t *g,
+                                                const tutti_ring_layout_t *l, const char *in,
+                                                char *w, char *tmp) {
+  partials_t p = {w, {NULL, NULL}, NULL};
+  return reduce_scatter_phase(comm, a, g, l, in, &p, tmp);
+}
+
 static void copy_if_apart(void *dst, const void *src, size_t bytes) {
   if (bytes && dst != src) memmove(dst, src, bytes);
+}
+
+/* The flat ring of comm: every rank, host by host (topo.h), so that a ring over hosts
+ * crosses each host's link once per direction whatever the placement. Blocks stay where
+ * the rank numbering puts them (perm). */
+static tutti_result_t flat_group(struct tutti_comm *comm, tutti_group_t *g, const int **perm) {
+  const tutti_topo_t *t = tutti__topo(comm);
+  if (!t) return tutti__error(comm, TUTTI_ERR_SYSTEM, "out of memory for the topology");
+  g->ranks = t->ranks;
+  g->n = comm->nranks;
+  g->pos = t->pos_of[comm->rank];
+  *perm = t->ranks;
+  return TUTTI_SUCCESS;
 }
 
 tutti_result_t tutti__ring_allgather(struct tutti_comm *comm, const tutti_coll_args_t *a) {
@@ -102,8 +144,11 @@ tutti_result_t tutti__ring_allgather(struct tutti_comm *comm, const tutti_coll_a
   char *w = a->recvbuf;
   copy_if_apart(w + (size_t)comm->rank * bytes, a->sendbuf, bytes);
   if (comm->nranks == 1) return TUTTI_SUCCESS;
-  layout_t l = {a->count * (size_t)comm->nranks, a->count, comm->nranks, NULL, NULL};
-  return allgather_phase(comm, a, &l, w);
+  tutti_group_t g = {NULL, 0, 0};
+  tutti_ring_layout_t l = {a->count * (size_t)comm->nranks, a->count, comm->nranks, NULL, NULL,
+                           NULL, NULL, NULL};
+  TRY(flat_group(comm, &g, &l.perm));
+  return tutti__ring_group_allgather(comm, a, &g, &l, w);
 }
 
 tutti_result_t tutti__ring_allreduce(struct tutti_comm *comm, const tutti_coll_args_t *a) {
@@ -113,15 +158,17 @@ tutti_result_t tutti__ring_allreduce(struct tutti_comm *comm, const tutti_coll_a
   }
   void *tmp;
   TRY(tutti__scratch(comm, tutti__chunk_elems(comm, a->esize) * a->esize, &tmp));
-  layout_t l = {a->count, 0, comm->nranks, NULL, NULL};
+  tutti_group_t g = {NULL, 0, 0};
+  tutti_ring_layout_t l = {a->count, 0, comm->nranks, NULL, NULL, NULL, NULL, NULL};
+  TRY(flat_group(comm, &g, &l.perm));
   partials_t p = {a->recvbuf, {NULL, NULL}, NULL};
-  TRY(reduce_scatter_phase(comm, a, &l, a->sendbuf, &p, tmp));
+  TRY(reduce_scatter_phase(comm, a, &g, &l, a->sendbuf, &p, tmp));
   if (a->op == TUTTI_AVG) {
     size_t off, len;
-    block(&l, comm->rank, &off, &len);
+    tutti__block_range(a->count, comm->nranks, comm->rank, &off, &len);
     tutti__avg_finish((char *)a->recvbuf + off * a->esize, len, a->dtype, comm->nranks);
   }
-  return allgather_phase(comm, a, &l, a->recvbuf);
+  return tutti__ring_group_allgather(comm, a, &g, &l, a->recvbuf);
 }
 
 tutti_result_t tutti__ring_reduce_scatter(struct tutti_comm *comm, const tutti_coll_args_t *a) {
@@ -133,17 +180,20 @@ tutti_result_t tutti__ring_reduce_scatter(struct tutti_comm *comm, const tutti_c
   size_t tmp_bytes = tutti__chunk_elems(comm, a->esize) * a->esize;
   char *scratch;
   TRY(tutti__scratch(comm, tmp_bytes + 2 * bytes, (void **)&scratch));
-  layout_t l = {a->count * (size_t)comm->nranks, a->count, comm->nranks, NULL, NULL};
+  tutti_group_t g = {NULL, 0, 0};
+  tutti_ring_layout_t l = {a->count * (size_t)comm->nranks, a->count, comm->nranks, NULL, NULL,
+                           NULL, NULL, NULL};
+  TRY(flat_group(comm, &g, &l.perm));
   partials_t p = {NULL, {scratch + tmp_bytes, scratch + tmp_bytes + bytes}, a->recvbuf};
-  TRY(reduce_scatter_phase(comm, a, &l, a->sendbuf, &p, scratch));
+  TRY(reduce_scatter_phase(comm, a, &g, &l, a->sendbuf, &p, scratch));
   if (a->op == TUTTI_AVG) tutti__avg_finish(a->recvbuf, a->count, a->dtype, comm->nranks);
   return TUTTI_SUCCESS;
 }
 
 /* The variable-count forms: block i lies at displs[i] with counts[i] elements. */
-static layout_t v_layout(const struct tutti_comm *comm, const tutti_coll_args_t *a,
-                         size_t *total, size_t *max_len) {
-  layout_t l = {0, 0, comm->nranks, a->displs, a->counts};
+static tutti_ring_layout_t v_layout(const struct tutti_comm *comm, const tutti_coll_args_t *a,
+                                     size_t *total, size_t *max_len) {
+  tutti_ring_layout_t l = {0, 0, comm->nranks, a->displs, a->counts, NULL, NULL, NULL};
   *total = *max_len = 0;
   for (int i = 0; i < comm->nranks; i++) {
     *total += a->counts[i];
@@ -160,12 +210,14 @@ static layout_t v_layout(const struct tutti_comm *comm, const tutti_coll_args_t 
  */
 tutti_result_t tutti__ring_allgatherv(struct tutti_comm *comm, const tutti_coll_args_t *a) {
   size_t total, max_len;
-  layout_t l = v_layout(comm, a, &total, &max_len);
+  tutti_ring_layout_t l = v_layout(comm, a, &total, &max_len);
   if (total == 0) return TUTTI_SUCCESS; /* recvbuf may be NULL */
   char *w = a->recvbuf;
   copy_if_apart(w + a->displs[comm->rank] * a->esize, a->sendbuf, a->count * a->esize);
   if (comm->nranks == 1) return TUTTI_SUCCESS;
-  return allgather_phase(comm, a, &l, w);
+  tutti_group_t g = {NULL, 0, 0};
+  TRY(flat_group(comm, &g, &l.perm));
+  return tutti__ring_group_allgather(comm, a, &g, &l, w);
 }
 
 /*
@@ -177,7 +229,7 @@ tutti_result_t tutti__ring_allgatherv(struct tutti_comm *comm, const tutti_coll_
  */
 tutti_result_t tutti__ring_reduce_scatterv(struct tutti_comm *comm, const tutti_coll_args_t *a) {
   size_t total, max_len, es = a->esize;
-  layout_t l = v_layout(comm, a, &total, &max_len);
+  tutti_ring_layout_t l = v_layout(comm, a, &total, &max_len);
   if (total == 0) return TUTTI_SUCCESS; /* the buffers may be NULL */
   size_t mine = a->counts[comm->rank];
   if (comm->nranks == 1) {
@@ -187,8 +239,10 @@ tutti_result_t tutti__ring_reduce_scatterv(struct tutti_comm *comm, const tutti_
   size_t tmp_bytes = tutti__chunk_elems(comm, es) * es, bytes = max_len * es;
   char *scratch;
   TRY(tutti__scratch(comm, tmp_bytes + 2 * bytes, (void **)&scratch));
+  tutti_group_t g = {NULL, 0, 0};
+  TRY(flat_group(comm, &g, &l.perm));
   partials_t p = {NULL, {scratch + tmp_bytes, scratch + tmp_bytes + bytes}, a->recvbuf};
-  TRY(reduce_scatter_phase(comm, a, &l, a->sendbuf, &p, scratch));
+  TRY(reduce_scatter_phase(comm, a, &g, &l, a->sendbuf, &p, scratch));
   if (a->op == TUTTI_AVG && mine) tutti__avg_finish(a->recvbuf, mine, a->dtype, comm->nranks);
   return TUTTI_SUCCESS;
 }

@@ -14,6 +14,7 @@
 
 #include "algo/patterns.h"
 #include "algo/tuner.h"
+#include "core/topo.h"
 
 /*
  * FALLBACKS. The model's parameters come from the machine it runs on (tune/: measured at
@@ -89,6 +90,9 @@ void tutti__tune_query(const struct tutti_comm *comm, const tutti_coll_args_t *a
   q->bytes = tutti__tune_bytes(a->coll, a->count, a->esize, comm->nranks);
   q->nranks = comm->nranks;
   q->one_host = comm->nlocal == comm->nranks;
+  /* The topology is the same on every rank (built from the bootstrap table at init). */
+  q->nhosts = comm->topo ? comm->topo->nhosts : 1;
+  q->max_local = comm->topo ? comm->topo->max_local : comm->nranks;
   q->tcp = tutti__transport_cost_class(comm) == TUTTI_COST_NETWORK;
   q->chunk_bytes = comm->cfg.chunk_bytes;
   q->cma = comm->cma;
@@ -125,14 +129,22 @@ double tutti__cost_ring(const tutti_tune_query_t *q, const tutti_cost_params_t *
   case TUTTI_COLL_ALLGATHER: return (n - 1) * (k * c->alpha + blk * c->beta_copy);
   case TUTTI_COLL_REDUCE_SCATTER:
     return (n - 1) * (k * c->alpha + blk * (c->beta_copy + c->beta_reduce));
-  case TUTTI_COLL_BROADCAST: { /* a pipelined chain: n-1 hops to fill, then one per chunk */
-    double piece = m < C ? m : C;
-    return (n - 2 + chunks(m, C)) * (c->alpha + piece * c->beta_copy);
+  case TUTTI_COLL_BROADCAST:
+  case TUTTI_COLL_REDUCE: { /* a pipelined chain: n-1 hops to fill, then one per chunk */
+    double piece = m < C ? m : C, red = q->coll == TUTTI_COLL_REDUCE ? c->beta_reduce : 0;
+    double hop = c->alpha + piece * (c->beta_copy + red);
+    /* The chain visits the hosts in turn: H-1 of its hops cross a host link, the others
+     * stay on a host; the steady state runs at the slowest hop's pace. */
+    double fill = (n - 2) * hop;
+    if (q->nhosts > 1) {
+      tutti_cost_params_t s;
+      tutti__model_params(q->model, 0, 2 * q->bytes, &s);
+      double local = s.alpha + piece * (s.beta_copy + red);
+      fill = (q->nhosts - 1) * hop + (n - q->nhosts - 1) * local;
+    }
+    return fill + chunks(m, C) * hop;
   }
-  case TUTTI_COLL_REDUCE: {
-    double piece = m < C ? m : C;
-    return (n - 2 + chunks(m, C)) * (c->alpha + piece * (c->beta_copy + c->beta_reduce));
-  }
+  case TUTTI_COLL_BARRIER: return log2_ceil(q->nranks) * c->alpha;
   default: return -1;
   }
 }
@@ -191,6 +203,46 @@ double tutti__cost_tree(const tutti_tune_query_t *q, const tutti_cost_params_t *
     return (depth + chunks(m, C) - 1) *
            (2 * c->alpha + 2 * piece * (c->beta_copy + c->beta_reduce));
   }
+  default: return -1;
+  }
+}
+
+/*
+ * Hierarchical (hier_*.c): phases within the hosts charged at shm's parameters, phases across
+ * them at c's (tcp). Across the hosts the L = max_local local ranks of a host each move
+ * 1/L of the data at once over the host's one link, so the link's per-byte cost is paid for
+ * all of them: per step a host link carries L blocks. Where every host has one rank, or
+ * all ranks share a host, the flat algorithms do the same work with fewer phases: no model.
+ */
+double tutti__cost_hier(const tutti_tune_query_t *q, const tutti_cost_params_t *c) {
+  double H = q->nhosts, L = q->max_local, n = q->nranks, m = (double)q->bytes;
+  double C = (double)q->chunk_bytes;
+  if (q->nhosts <= 1 || q->nhosts == q->nranks) return -1;
+  tutti_cost_params_t s;
+  tutti__model_params(q->model, 0, 2 * q->bytes, &s);
+  double sl = m / L, kl = chunks(sl, C);  /* a local rank's slice */
+  double ib = sl / H, ki = chunks(ib, C); /* an index group's block */
+  switch (q->coll) {
+  case TUTTI_COLL_ALLREDUCE:
+    return (L - 1) * (2 * kl * s.alpha + sl * (2 * s.beta_copy + s.beta_reduce)) +
+           (H - 1) * (2 * ki * c->alpha + ib * (2 * L * c->beta_copy + c->beta_reduce));
+  case TUTTI_COLL_ALLGATHER: /* m: the result; each rank's block m/n */
+    return (H - 1) * (chunks(m / n, C) * c->alpha + m / n * L * c->beta_copy) +
+           (L - 1) * (kl * s.alpha + sl * s.beta_copy);
+  case TUTTI_COLL_REDUCE_SCATTER: /* m: the input */
+    return (L - 1) * (kl * s.alpha + sl * (s.beta_copy + s.beta_reduce)) +
+           (H - 1) * (chunks(m / n, C) * c->alpha + m / n * (L * c->beta_copy + c->beta_reduce));
+  case TUTTI_COLL_REDUCE:
+    return (L - 1) * (kl * s.alpha + sl * (s.beta_copy + s.beta_reduce)) +
+           (H - 1) * (ki * c->alpha + ib * (L * c->beta_copy + c->beta_reduce)) +
+           c->alpha + (H - 1) * ib * L * c->beta_copy + s.alpha + m * s.beta_copy;
+  case TUTTI_COLL_BROADCAST: { /* leaders' chain; each leader also feeds its host */
+    double piece = m < C ? m : C;
+    double hop = c->alpha + piece * c->beta_copy;
+    double local = (L - 1) * (s.alpha + piece * s.beta_copy);
+    return (H - 2 + chunks(m, C)) * (hop > local ? hop : local) + local;
+  }
+  case TUTTI_COLL_BARRIER: return 2 * s.alpha + log2_ceil(q->nhosts) * c->alpha;
   default: return -1;
   }
 }

@@ -1,8 +1,8 @@
 /*
  * The tuner: picks the algorithm of each collective call from an alpha-beta cost model, unless
  * TUTTI_TUNE or TUTTI_ALGO say otherwise. Its inputs are the same on every rank (collective,
- * total bytes, number of ranks, whether all ranks share one host, the transport setting and
- * the chunk size), so every rank picks the same algorithm without talking to the others.
+ * total bytes, number of ranks, the hosts and ranks per host, the transport setting and the
+ * chunk size), so every rank picks the same algorithm without talking to the others.
  */
 #ifndef TUTTI_TUNER_H
 #define TUTTI_TUNER_H
@@ -44,6 +44,8 @@ typedef struct tutti_tune_query {
   int cma;            /* single-copy reads between all ranks work (comm->cma) */
   size_t mbox_bytes;  /* one-shot mailbox capacity (tutti__mbox_capacity), 0: none */
   const tutti_model_t *model; /* the communicator's (comm->cfg.model); NULL: the fallbacks */
+  int nhosts;         /* hosts (core/topo.h); 0 or 1: one host */
+  int max_local;      /* ranks on the most crowded host */
 } tutti_tune_query_t;
 
 /* The query of comm for a call. */
@@ -83,6 +85,7 @@ double tutti__cost_rab(const tutti_tune_query_t *q, const tutti_cost_params_t *c
 double tutti__cost_tree(const tutti_tune_query_t *q, const tutti_cost_params_t *c);
 double tutti__cost_oneshot(const tutti_tune_query_t *q, const tutti_cost_params_t *c);
 double tutti__cost_cma(const tutti_tune_query_t *q, const tutti_cost_params_t *c);
+double tutti__cost_hier(const tutti_tune_query_t *q, const tutti_cost_params_t *c);
 
 /* The CMA all-reduce reads every peer's whole input (one-shot, one round fewer) while the
  * bytes it reads from peers stay under this; above, each rank reduces a slice. */

@@ -16,6 +16,7 @@
 #include "core/forensics.h"
 #include "core/memreg.h"
 #include "core/sock.h"
+#include "core/topo.h"
 #include "transport/transport.h"
 
 /* The address a listener of this process should use: TUTTI_SOCKET_IFNAME's, else fallback. */
@@ -124,8 +125,11 @@ static tutti_result_t comm_build(struct tutti_comm *comm, uint32_t root_ip, uint
   TRY_GOTO(tutti__sock_listen(me.ip, 0, comm->nranks + 16, &dfd, &me.port, err, sizeof err),
            res, fail_err);
   me.pid = (int32_t)getpid();
-  me.local_claim = wait_for_root ? launcher_local_claim() : 0;
+  /* A launcher's local rank counts real hosts; TUTTI_HOST_ID regroups them, so its claim
+   * no longer applies. */
+  me.local_claim = wait_for_root && !comm->cfg.host_id[0] ? launcher_local_claim() : 0;
   tutti__host_identity(me.host, me.boot_id);
+  tutti__topo_identity(&comm->cfg, me.host, me.boot_id);
   TRY_GOTO(tutti__rdv_exchange(rfd, secret, comm->nranks, comm->rank, &me, deadline, &table,
                                &comm->job_id, err, sizeof err),
            res, fail_err);
@@ -147,6 +151,7 @@ static tutti_result_t comm_build(struct tutti_comm *comm, uint32_t root_ip, uint
   free(table);
   int64_t t_rdv = tutti__now_ns();
   TRY_GOTO(place_peers(comm), res, out);
+  TRY_GOTO(tutti__topo_init(comm), res, out);
   TRY_GOTO(tutti__transport_connect(comm, dfd), res, out);
   TRY_GOTO(tutti__model_agree(comm), res, out);
   /* Kept for tutti_comm_shrink: the survivors find each other through these listeners. */
@@ -175,6 +180,7 @@ void tutti__comm_free(struct tutti_comm *comm) {
   if (comm->listen_fd >= 0) close(comm->listen_fd);
   if (comm->retired_fd >= 0) close(comm->retired_fd);
   free(comm->userops);
+  tutti__topo_free(comm);
   for (int i = 0; i < comm->ntps; i++) comm->tps[i]->ops->destroy(comm->tps[i]);
   if (comm->scratch) munmap(comm->scratch, comm->scratch_bytes);
   tutti__memreg_destroy(comm);

@@ -45,6 +45,9 @@ static const tutti_config_var_t config_vars[] = {
     {"TUTTI_TUNE_FILE", "", "tuning table (machine parameters and per-size algorithm rules, "
                             "docs/tuning.md) rank 0 loads at init, or saves its measurement "
                             "to if the file does not exist; tutti-tune writes one"},
+    {"TUTTI_HOST_ID", "", "this process's host identity: ranks with the same id are one host "
+                          "(they must share /dev/shm); empty: the host name plus the kernel's "
+                          "boot id"},
     {"TUTTI_SECRET", "", "hex job secret for tutti_comm_init_env; tutti-run sets a random one"},
     /* Read by tutti_comm_init_env (bootstrap/env.c), not parsed here: listed so that
      * tutti-info and docs/env.md show every variable the library reads. */
@@ -184,6 +187,13 @@ tutti_result_t tutti__config_parse(tutti_config_lookup_fn get, void *ctx, tutti_
     return TUTTI_ERR_INVALID_ARGUMENT;
   }
   snprintf(cfg->tune_file, sizeof cfg->tune_file, "%s", v);
+  v = value_of(get, ctx, "TUTTI_HOST_ID");
+  if (strlen(v) >= sizeof cfg->host_id) {
+    snprintf(err, errlen, "TUTTI_HOST_ID is longer than %zu characters",
+             sizeof cfg->host_id - 1);
+    return TUTTI_ERR_INVALID_ARGUMENT;
+  }
+  snprintf(cfg->host_id, sizeof cfg->host_id, "%s", v);
   if (tutti__tune_parse(value_of(get, ctx, "TUTTI_TUNE"), cfg->tune, TUTTI_TUNE_MAX_RULES,
                         &cfg->ntune, err, errlen) != TUTTI_SUCCESS)
     return TUTTI_ERR_INVALID_ARGUMENT;

@@ -93,6 +93,7 @@ typedef struct tutti_config {
   int deterministic;      /* TUTTI_DETERMINISTIC: reductions fold ranks in rank order */
   int tune_measure;       /* TUTTI_TUNE_MEASURE: 0 fallbacks, 1 cache or measure, 2 measure */
   char tune_file[512];    /* TUTTI_TUNE_FILE: tuning table to load (or save), "" none */
+  char host_id[64];       /* TUTTI_HOST_ID: this process's host identity, "" hostname+boot id */
   /* The machine model of the communicator, the same on every rank (tune/agree.c); filled
    * at init, inherited with the rest by communicators made from this one. */
   tutti_model_t model;
@@ -224,6 +225,7 @@ struct tutti_comm {
     const struct tutti_algo *algo;
   } pick_cache[16];
   struct tutti_p2p *p2p; /* matched point-to-point receives (p2p_match.c), or NULL */
+  struct tutti_topo *topo; /* hosts and local ranks (core/topo.c), built at init */
   void *scratch;       /* reused working memory of the algorithms */
   size_t scratch_bytes;
   struct tutti_memreg *_Atomic memreg; /* registered buffers (memreg.c), made on first use */

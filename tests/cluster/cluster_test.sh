@@ -30,7 +30,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/cluster/cluster.sh
 . "$HERE/cluster.sh"
 
-ALGOS=${CLUSTER_ALGOS:-auto,ring,recursive_doubling,rabenseifner,tree}
+ALGOS=${CLUSTER_ALGOS:-auto,ring,hier,recursive_doubling,rabenseifner,tree}
 SPECS=${CLUSTER_SPECS:-block:3x2 cyclic:3x2 block:2x3 cyclic:2x3 block:3x1 block:2+1+3 cyclic:2+1+3}
 CASES=${CLUSTER_CASES:-coll loss kill partition split}
 SMALL=${CLUSTER_SMALL:-1031}

@@ -10,6 +10,11 @@
  * and that a repeated call gives the same bits again.
  *
  *   tutti-run -n 4 coll_check [--quick] [--max-count N] [--colls allreduce,broadcast]
+ *                             [--hosts 0,0,1,2,2,2]
+ *
+ * --hosts gives each rank (by TUTTI_RANK) a fake host through TUTTI_HOST_ID, so that the
+ * ranks of one machine form several "hosts" (tcp between them, shm within): the
+ * hierarchical algorithms and the host-ordered ring run in an ordinary test.
  *
  * TUTTI_TEST_QUICK=1 in the environment is the same as --quick.
  */
@@ -439,10 +444,28 @@ static void run_matrix(coll_t coll) {
 }
 
 static void usage(const char *argv0) {
-  fprintf(stderr, "usage: %s [--quick] [--max-count N] [--colls name,name,...]\n"
+  fprintf(stderr, "usage: %s [--quick] [--max-count N] [--colls name,name,...] "
+                  "[--hosts H0,H1,...]\n"
                   "  collectives: allgather allreduce reduce_scatter broadcast reduce\n",
           argv0);
   exit(2);
+}
+
+/* Sets TUTTI_HOST_ID to "fake-" and this rank's entry of the comma list. */
+static void fake_hosts(const char *list) {
+  const char *r = getenv("TUTTI_RANK");
+  int me = r ? atoi(r) : 0;
+  for (int i = 0; list && i < me; i++) {
+    list = strchr(list, ',');
+    if (list) list++;
+  }
+  if (!list) {
+    fprintf(stderr, "coll_check: --hosts has no entry for rank %d\n", me);
+    exit(2);
+  }
+  char id[64];
+  snprintf(id, sizeof id, "fake-%.*s", (int)strcspn(list, ","), list);
+  setenv("TUTTI_HOST_ID", id, 1);
 }
 
 static void parse_args(int argc, char **argv) {
@@ -457,6 +480,8 @@ static void parse_args(int argc, char **argv) {
       char *end;
       opt.max_count = strtoull(argv[++i], &end, 10);
       if (*end) usage(argv[0]);
+    } else if (strcmp(argv[i], "--hosts") == 0 && i + 1 < argc) {
+      fake_hosts(argv[++i]);
     } else if (strcmp(argv[i], "--colls") == 0 && i + 1 < argc) {
       char list[256];
       snprintf(list, sizeof list, "%s", argv[++i]);

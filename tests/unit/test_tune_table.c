@@ -272,7 +272,7 @@ TEST(tune_file_rules_are_obeyed) {
   tutti_model_t m = sample();
   m.rules[m.nrules++] = rule(TUTTI_COLL_ALLREDUCE, 2, 4, 64 << 10, 1 << 20, "tree");
   m.rules[m.nrules++] = rule(TUTTI_COLL_ALLREDUCE, 2, 4, 1 << 20, (size_t)-1, "cma");
-  tutti_tune_query_t q = {TUTTI_COLL_ALLREDUCE, 100 << 10, 4, 1, 0, 262144, 1, 0, &m};
+  tutti_tune_query_t q = {TUTTI_COLL_ALLREDUCE, 100 << 10, 4, 1, 0, 262144, 1, 0, &m, 0, 0};
   tutti_pick_why_t why;
   ASSERT_STR_EQ(tutti__tune_pick(&q, NULL, 0, "auto", &why)->name, "tree");
   ASSERT_EQ(why, TUTTI_PICK_FILE);
@@ -327,7 +327,7 @@ TEST(params_come_from_the_model) {
   tutti__model_params(NULL, 0, 8, &c);
   ASSERT(!memcmp(&c, tutti__cost_params(0), sizeof c));
   /* A faster kernel copy makes single copy cheaper, nothing else. */
-  tutti_tune_query_t q = {TUTTI_COLL_ALLREDUCE, 16 << 20, 4, 1, 0, 262144, 1, 0, &m};
+  tutti_tune_query_t q = {TUTTI_COLL_ALLREDUCE, 16 << 20, 4, 1, 0, 262144, 1, 0, &m, 0, 0};
   const tutti_algo_t *cma = tutti__algo_find("cma"), *ring = tutti__algo_find("ring");
   double slow = tutti__tune_predict(cma, &q), ring_t = tutti__tune_predict(ring, &q);
   m.cma_bps *= 10;

@@ -10,7 +10,7 @@
 #include "harness.h"
 
 static tutti_tune_query_t query(tutti_coll_t coll, size_t bytes, int n, int tcp) {
-  tutti_tune_query_t q = {coll, bytes, n, !tcp, tcp, 262144, 0, 0, NULL}; /* fallbacks */
+  tutti_tune_query_t q = {coll, bytes, n, !tcp, tcp, 262144, 0, 0, NULL, 0, 0}; /* fallbacks */
   return q;
 }
 

@@ -1,5 +1,6 @@
 /*
- * tutti-info --explain COLLECTIVE SIZE NRANKS [shm|tcp]: every candidate's predicted time from
+ * tutti-info --explain COLLECTIVE SIZE NRANKS [shm|tcp] [--hosts H]: every candidate's
+ * predicted time from
  * the tuner's cost model and the algorithm a call would run, honouring TUTTI_TUNE, TUTTI_ALGO
  * and TUTTI_CHUNK_SIZE from the environment exactly as the library does.
  */
@@ -15,10 +16,11 @@
 #include "core/internal.h"
 
 static int usage(void) {
-  fprintf(stderr, "usage: tutti-info --explain COLLECTIVE SIZE NRANKS [shm|tcp]\n"
-                  "  COLLECTIVE: allreduce allgather reduce_scatter broadcast reduce\n"
+  fprintf(stderr, "usage: tutti-info --explain COLLECTIVE SIZE NRANKS [shm|tcp] [--hosts H]\n"
+                  "  COLLECTIVE: allreduce allgather reduce_scatter broadcast reduce barrier\n"
                   "  SIZE: bytes as tutti-bench counts them (k, M, G suffixes), e.g. 1M\n"
-                  "  shm (default): all ranks on one host; tcp: over TCP\n");
+                  "  shm (default): all ranks on one host; tcp: over TCP\n"
+                  "  --hosts H: the ranks spread evenly over H hosts (tcp between them)\n");
   return 2;
 }
 
@@ -67,16 +69,26 @@ void tutti_info_print_model(const tutti_model_t *m) {
 }
 
 int tutti_info_explain(int argc, char **argv) {
-  if (argc < 3 || argc > 4) return usage();
+  if (argc < 3 || argc > 6) return usage();
   tutti_tune_query_t q = {0};
-  int coll = -1;
+  int coll = -1, tcp = 0;
+  long hosts = 1;
   for (int c = 0; c < TUTTI_COLL_COUNT; c++)
     if (!strcmp(argv[0], tutti__coll_name((tutti_coll_t)c))) coll = c;
   char *end;
   long n = strtol(argv[2], &end, 10);
-  if (coll < 0 || parse_size(argv[1], &q.bytes) || *end || n < 1 || n > TUTTI_MAX_RANKS ||
-      (argc == 4 && strcmp(argv[3], "shm") && strcmp(argv[3], "tcp")))
+  if (coll < 0 || parse_size(argv[1], &q.bytes) || *end || n < 1 || n > TUTTI_MAX_RANKS)
     return usage();
+  for (int i = 3; i < argc; i++) {
+    if (!strcmp(argv[i], "tcp") || !strcmp(argv[i], "shm")) {
+      tcp = !strcmp(argv[i], "tcp");
+    } else if (!strcmp(argv[i], "--hosts") && i + 1 < argc) {
+      hosts = strtol(argv[++i], &end, 10);
+      if (*end || hosts < 1 || hosts > n) return usage();
+    } else {
+      return usage();
+    }
+  }
   char err[512];
   tutti_config_t cfg;
   if (tutti__config_load(&cfg, err, sizeof err) != TUTTI_SUCCESS) {
@@ -85,8 +97,12 @@ int tutti_info_explain(int argc, char **argv) {
   }
   q.coll = (tutti_coll_t)coll;
   q.nranks = (int)n;
-  q.tcp = argc == 4 && !strcmp(argv[3], "tcp");
-  q.one_host = !q.tcp;
+  /* Ranks spread evenly: the first n % H hosts hold one more (what a block placement of n
+   * ranks over H hosts gives). */
+  q.nhosts = (int)hosts;
+  q.max_local = (int)((n + hosts - 1) / hosts);
+  q.tcp = tcp || hosts > 1;
+  q.one_host = hosts == 1 && !q.tcp;
   q.chunk_bytes = cfg.chunk_bytes;
   /* Whether the kernel lets ranks read each other is known only inside a job (it is checked
    * at init); here it is assumed allowed on shm unless TUTTI_CMA=0. */
@@ -102,6 +118,13 @@ int tutti_info_explain(int argc, char **argv) {
   tutti__model_params(q.model, q.tcp, 2 * q.bytes, &p);
   printf("%s of %zu bytes on %d ranks over %s (chunk %zu bytes)\n", argv[0], q.bytes, q.nranks,
          p.transport, q.chunk_bytes);
+  if (hosts > 1) {
+    tutti_cost_params_t s;
+    tutti__model_params(q.model, 0, 2 * q.bytes, &s);
+    printf("topology: %ld hosts, at most %d ranks per host; within a host shm (alpha %.2f us, "
+           "beta_copy %.3f ns/B), across hosts tcp (below)\n", hosts, q.max_local,
+           s.alpha * 1e6, s.beta_copy * 1e9);
+  }
   tutti_info_print_model(&cfg.model);
   printf("model parameters (%s, this size): alpha %.2f us, beta_copy %.3f ns/B (%.2f GB/s), "
          "beta_reduce %.3f ns/B (%.2f GB/s)\n\n",

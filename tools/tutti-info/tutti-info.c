@@ -38,7 +38,7 @@ int main(int argc, char **argv) {
   if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
     printf("usage: tutti-info\nPrints tutti's version, transports, algorithms, data types, "
            "operations, configuration and the detected host.\n"
-           "       tutti-info --explain COLLECTIVE SIZE NRANKS [shm|tcp]\nPrints the tuner's "
+           "       tutti-info --explain COLLECTIVE SIZE NRANKS [shm|tcp] [--hosts H]\nPrints the tuner's "
            "predicted time of every algorithm for that call and the one it picks.\n");
     return 0;
   }

@@ -1,0 +1,56 @@
+/*
+ * What the hierarchical algorithms (hier_*.c) share: the groups and block layouts of their
+ * two levels, built from the communicator's topology (core/topo.h).
+ *
+ * The two levels: the ranks of one host (the local group, ordered by local index), and for
+ * each index j below the largest host's size L, one rank per host (the index-j group,
+ * ordered by host). Index j of host h is covered by its local rank j % k_h (k_h: the host's
+ * size): on a host of L ranks rank j covers index j alone; on a smaller host some ranks cover
+ * several indices and so carry the share of the ranks the host lacks. Every rank runs the
+ * index groups it covers in increasing j; a group's members all cover j, and each is blocked
+ * only by groups of lower j, so the waits cannot form a cycle.
+ */
+#ifndef TUTTI_HIER_H
+#define TUTTI_HIER_H
+
+#include "algo/algo.h"
+#include "core/topo.h"
+
+typedef struct tutti_hier {
+  const tutti_topo_t *t;
+  int nhosts, max_local; /* H and L */
+  int host, local, nlocal; /* this rank's host, local index, and its host's size */
+  tutti_group_t local_group;
+  int *index_ranks;    /* nhosts: the members of an index group (tutti__hier_index_group) */
+  tutti_seg_t *segs;   /* nranks + max_local segments for one layout */
+  int *seg_first;      /* nranks + max_local + 1 */
+  int *children;       /* max_local + 1: a broadcast's receivers */
+  tutti_xfer_t *xfers; /* max(nhosts, max_local): one gather's transfers */
+} tutti_hier_t;
+
+/* Fills h for comm; its arrays live in the topology's working memory, allocated on the
+ * communicator's first hierarchical call. Fails only when out of memory. */
+tutti_result_t tutti__hier_begin(struct tutti_comm *comm, tutti_hier_t *h);
+
+/* The rank that covers index j on host host. */
+static inline int tutti__hier_cover(const tutti_hier_t *h, int host, int j) {
+  return tutti__topo_rank(h->t, host, j % tutti__topo_nlocal(h->t, host));
+}
+/* The first index this rank covers; the next is j + h->nlocal, while below h->max_local. */
+#define TUTTI_HIER_FOR_INDEX(h, j) for (int j = (h)->local; j < (h)->max_local; j += (h)->nlocal)
+
+/* The index-j group: its members in host order (h->index_ranks), this rank at its host. */
+void tutti__hier_index_group(tutti_hier_t *h, int j, tutti_group_t *g);
+
+/* Local layout of slices: count elements cut into L slices (tutti__block_range); local
+ * position i's block is the slices it covers. */
+void tutti__hier_local_slices(tutti_hier_t *h, size_t count, tutti_ring_layout_t *l);
+/* Local layout of rank blocks (per elements at rank * per): local position i's block is the
+ * blocks of rank (host g, index j) for each index j that i covers and each host g that has a
+ * rank j. Together the positions hold every rank's block once. */
+void tutti__hier_local_blocks(tutti_hier_t *h, size_t per, tutti_ring_layout_t *l);
+/* Index-j layout of rank blocks: host g's block is rank (g, j)'s, empty where g has no
+ * rank j. */
+void tutti__hier_index_blocks(tutti_hier_t *h, int j, size_t per, tutti_ring_layout_t *l);
+
+#endif
