@@ -53,4 +53,18 @@ void tutti__hier_local_blocks(tutti_hier_t *h, size_t per, tutti_ring_layout_t *
  * rank j. */
 void tutti__hier_index_blocks(tutti_hier_t *h, int j, size_t per, tutti_ring_layout_t *l);
 
+/* What a reduction does with slice j once its index group has reduce-scattered it (this
+ * member's piece of its len elements holds the sum over every rank): all-gather it back, or
+ * send the pieces toward a root. */
+typedef tutti_result_t (*tutti_hier_slice_fn)(struct tutti_comm *comm, const tutti_coll_args_t *a,
+                                              const tutti_group_t *g, char *slice, size_t len,
+                                              void *ctx);
+/* The first two levels of the hierarchical reductions: a ring reduce-scatter of a->sendbuf
+ * into w by slices among the host's ranks, then for each index j this rank covers (in
+ * increasing j) a ring reduce-scatter of slice j across hosts, AVG finished on this member's
+ * piece, and done(..., ctx) on it. tmp holds one chunk. */
+tutti_result_t tutti__hier_reduce_slices(struct tutti_comm *comm, const tutti_coll_args_t *a,
+                                         tutti_hier_t *h, char *w, char *tmp,
+                                         tutti_hier_slice_fn done, void *ctx);
+
 #endif

@@ -7,36 +7,22 @@
  * carries 2(H-1)/H of the vector each way, against the flat ring's 2(n-1)/n.
  */
 #include "algo/hier.h"
-#include "algo/patterns.h"
-#include "kernels/kernels.h"
+
+/* Each slice, reduced across hosts, goes back to every member of its index group. */
+static tutti_result_t slice_allgather(struct tutti_comm *comm, const tutti_coll_args_t *a,
+                                      const tutti_group_t *g, char *slice, size_t len,
+                                      void *ctx) {
+  (void)ctx;
+  tutti_ring_layout_t il = {len, 0, g->n, NULL, NULL, NULL, NULL, NULL};
+  return tutti__ring_group_allgather(comm, a, g, &il, slice);
+}
 
 static tutti_result_t run(struct tutti_comm *comm, const tutti_coll_args_t *a, tutti_hier_t *h,
                           char *tmp) {
-  size_t es = a->esize;
   char *w = a->recvbuf;
-  tutti_ring_layout_t l;
-  if (h->nlocal == 1) {
-    tutti__copy_if_apart(w, a->sendbuf, a->count * es);
-  } else {
-    tutti__hier_local_slices(h, a->count, &l);
-    TRY(tutti__ring_group_reduce_scatter(comm, a, &h->local_group, &l, a->sendbuf, w, tmp));
-  }
-  TUTTI_HIER_FOR_INDEX(h, j) {
-    size_t off, len;
-    tutti__block_range(a->count, h->max_local, j, &off, &len);
-    char *slice = w + off * es;
-    tutti_group_t g;
-    tutti__hier_index_group(h, j, &g);
-    tutti_ring_layout_t il = {len, 0, g.n, NULL, NULL, NULL, NULL, NULL};
-    TRY(tutti__ring_group_reduce_scatter(comm, a, &g, &il, slice, slice, tmp));
-    if (a->op == TUTTI_AVG) {
-      size_t so, sl;
-      tutti__block_range(len, g.n, g.pos, &so, &sl);
-      tutti__avg_finish(slice + so * es, sl, a->dtype, comm->nranks);
-    }
-    TRY(tutti__ring_group_allgather(comm, a, &g, &il, slice));
-  }
+  TRY(tutti__hier_reduce_slices(comm, a, h, w, tmp, slice_allgather, NULL));
   if (h->nlocal == 1) return TUTTI_SUCCESS;
+  tutti_ring_layout_t l;
   tutti__hier_local_slices(h, a->count, &l);
   return tutti__ring_group_allgather(comm, a, &h->local_group, &l, w);
 }

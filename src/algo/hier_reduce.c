@@ -54,33 +54,24 @@ static tutti_result_t gather_slices(struct tutti_comm *comm, const tutti_coll_ar
   return TUTTI_SUCCESS;
 }
 
+/* What gather_pieces needs besides the slice (tutti__hier_reduce_slices' ctx). */
+typedef struct {
+  int root_host;
+  tutti_xfer_t *ops;
+} pieces_t;
+
+static tutti_result_t slice_to_root_host(struct tutti_comm *comm, const tutti_coll_args_t *a,
+                                         const tutti_group_t *g, char *slice, size_t len,
+                                         void *ctx) {
+  const pieces_t *p = ctx;
+  return gather_pieces(comm, a, g, p->root_host, slice, len, p->ops);
+}
+
 static tutti_result_t run(struct tutti_comm *comm, const tutti_coll_args_t *a, tutti_hier_t *h,
                           char *w, char *tmp, tutti_xfer_t *ops) {
-  size_t es = a->esize;
-  int root_host = h->t->host_of[a->root];
-  tutti_ring_layout_t l;
-  if (h->nlocal == 1) {
-    tutti__copy_if_apart(w, a->sendbuf, a->count * es);
-  } else {
-    tutti__hier_local_slices(h, a->count, &l);
-    TRY(tutti__ring_group_reduce_scatter(comm, a, &h->local_group, &l, a->sendbuf, w, tmp));
-  }
-  TUTTI_HIER_FOR_INDEX(h, j) {
-    size_t off, len;
-    tutti__block_range(a->count, h->max_local, j, &off, &len);
-    char *slice = w + off * es;
-    tutti_group_t g;
-    tutti__hier_index_group(h, j, &g);
-    tutti_ring_layout_t il = {len, 0, g.n, NULL, NULL, NULL, NULL, NULL};
-    TRY(tutti__ring_group_reduce_scatter(comm, a, &g, &il, slice, slice, tmp));
-    if (a->op == TUTTI_AVG) {
-      size_t so, sl;
-      tutti__block_range(len, g.n, g.pos, &so, &sl);
-      tutti__avg_finish(slice + so * es, sl, a->dtype, comm->nranks);
-    }
-    TRY(gather_pieces(comm, a, &g, root_host, slice, len, ops));
-  }
-  if (h->host != root_host) return TUTTI_SUCCESS;
+  pieces_t p = {h->t->host_of[a->root], ops};
+  TRY(tutti__hier_reduce_slices(comm, a, h, w, tmp, slice_to_root_host, &p));
+  if (h->host != p.root_host) return TUTTI_SUCCESS;
   return gather_slices(comm, a, h, w, ops);
 }
 

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "algo/patterns.h"
+#include "kernels/kernels.h"
 
 /* Bytes of the working memory: segments, then transfers, then ints (the larger alignment
  * first, so every part is aligned). */
@@ -83,4 +84,33 @@ void tutti__hier_index_blocks(tutti_hier_t *h, int j, size_t per, tutti_ring_lay
       h->segs[s++] = (tutti_seg_t){(size_t)tutti__topo_rank(h->t, g, j) * per, per};
   }
   h->seg_first[h->nhosts] = s;
+}
+
+tutti_result_t tutti__hier_reduce_slices(struct tutti_comm *comm, const tutti_coll_args_t *a,
+                                         tutti_hier_t *h, char *w, char *tmp,
+                                         tutti_hier_slice_fn done, void *ctx) {
+  size_t es = a->esize;
+  if (h->nlocal == 1) {
+    tutti__copy_if_apart(w, a->sendbuf, a->count * es);
+  } else {
+    tutti_ring_layout_t l;
+    tutti__hier_local_slices(h, a->count, &l);
+    TRY(tutti__ring_group_reduce_scatter(comm, a, &h->local_group, &l, a->sendbuf, w, tmp));
+  }
+  TUTTI_HIER_FOR_INDEX(h, j) {
+    size_t off, len;
+    tutti__block_range(a->count, h->max_local, j, &off, &len);
+    char *slice = w + off * es;
+    tutti_group_t g;
+    tutti__hier_index_group(h, j, &g);
+    tutti_ring_layout_t il = {len, 0, g.n, NULL, NULL, NULL, NULL, NULL};
+    TRY(tutti__ring_group_reduce_scatter(comm, a, &g, &il, slice, slice, tmp));
+    if (a->op == TUTTI_AVG) {
+      size_t so, sl;
+      tutti__block_range(len, g.n, g.pos, &so, &sl);
+      tutti__avg_finish(slice + so * es, sl, a->dtype, comm->nranks);
+    }
+    TRY(done(comm, a, &g, slice, len, ctx));
+  }
+  return TUTTI_SUCCESS;
 }

@@ -42,7 +42,7 @@ tutti_result_t tutti__shm_check_failed(shm_transport_t *s) {
   char who[128], why[256];
   int li = comm->peers[f - 1].local_index;
   /* The first cause, not the local neighbour that gave up because of it: ranks on other
-   * hosts learn the culprit from this rank (the tcp abort names it). */
+   * hosts learn the culprit from this rank (its abort to them names it). */
   if (!comm->culprit) comm->culprit = s->slots[li].culprit ? s->slots[li].culprit : f;
   memcpy(why, s->slots[li].reason, sizeof why);
   why[sizeof why - 1] = '\0';
