@@ -187,31 +187,12 @@ static void write_answer(rdv_server_t *s, rdv_conn_t *c) {
                            ? (size_t)s->nranks * sizeof *s->table
                            : 0;
   size_t lens[3] = {sizeof c->reply, table_bytes, sizeof c->proof};
-  const uint8_t *bases[3] = {(const uint8_t *)&c->reply, (const uint8_t *)s->table, c->proof};
-  size_t total = lens[0] + lens[1] + lens[2];
-  while (c->sent < total) {
-    struct iovec iov[3];
-    int n = 0;
-    size_t skip = c->sent;
-    for (int i = 0; i < 3; i++) {
-      if (skip >= lens[i]) {
-        skip -= lens[i];
-        continue;
-      }
-      iov[n++] = (struct iovec){(void *)(bases[i] + skip), lens[i] - skip};
-      skip = 0;
-    }
-    struct msghdr m = {.msg_iov = iov, .msg_iovlen = (size_t)n};
-    ssize_t k = sendmsg(c->fd, &m, MSG_NOSIGNAL);
-    if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
-    if (k <= 0) {
-      INFO("boot", -1, "rendezvous: rank %d left before taking its answer", c->rank);
-      conn_close(c);
-      return;
-    }
-    c->sent += (size_t)k;
-    s->bytes_sent += (size_t)k;
-  }
+  const void *bases[3] = {&c->reply, s->table, c->proof};
+  size_t before = c->sent;
+  int r = tutti__sock_send_parts(c->fd, bases, lens, 3, &c->sent);
+  s->bytes_sent += c->sent - before;
+  if (r == 0) return;
+  if (r < 0) INFO("boot", -1, "rendezvous: rank %d left before taking its answer", c->rank);
   conn_close(c);
 }
 

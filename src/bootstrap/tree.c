@@ -291,29 +291,13 @@ static void read_hello(tree_server_t *t, tree_conn_t *c) {
 static void write_answer(tree_server_t *t, tree_conn_t *c) {
   size_t table_bytes = t->verdict == TUTTI_SUCCESS ? (size_t)t->j->nranks * sizeof *t->table : 0;
   size_t lens[3] = {sizeof c->v, table_bytes, sizeof c->proof};
-  const uint8_t *bases[3] = {(const uint8_t *)&c->v, (const uint8_t *)t->table, c->proof};
-  size_t total = lens[0] + lens[1] + lens[2];
-  while (c->sent < total) {
-    struct iovec iov[3];
-    int n = 0;
-    size_t skip = c->sent;
-    for (int i = 0; i < 3; i++) {
-      if (skip >= lens[i]) {
-        skip -= lens[i];
-        continue;
-      }
-      iov[n++] = (struct iovec){(void *)(bases[i] + skip), lens[i] - skip};
-      skip = 0;
-    }
-    struct msghdr m = {.msg_iov = iov, .msg_iovlen = (size_t)n};
-    ssize_t k = sendmsg(c->fd, &m, MSG_NOSIGNAL);
-    if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
-    if (k <= 0) {
-      t->done[c->child] = -1;
-      conn_drop(c, t->j->rank, NULL);
-      return;
-    }
-    c->sent += (size_t)k;
+  const void *bases[3] = {&c->v, t->table, c->proof};
+  int r = tutti__sock_send_parts(c->fd, bases, lens, 3, &c->sent);
+  if (r == 0) return;
+  if (r < 0) {
+    t->done[c->child] = -1;
+    conn_drop(c, t->j->rank, NULL);
+    return;
   }
   t->done[c->child] = 1;
   conn_drop(c, t->j->rank, NULL);

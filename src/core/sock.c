@@ -216,3 +216,29 @@ void tutti__sock_nodelay_nonblock(int fd) {
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 }
+
+int tutti__sock_send_parts(int fd, const void *const *bases, const size_t *lens, int nparts,
+                           size_t *sent) {
+  enum { MAX_PARTS = 8 };
+  size_t total = 0;
+  for (int i = 0; i < nparts; i++) total += lens[i];
+  while (*sent < total) {
+    struct iovec iov[MAX_PARTS];
+    int n = 0;
+    size_t skip = *sent;
+    for (int i = 0; i < nparts && i < MAX_PARTS; i++) {
+      if (skip >= lens[i]) {
+        skip -= lens[i];
+        continue;
+      }
+      iov[n++] = (struct iovec){(char *)bases[i] + skip, lens[i] - skip};
+      skip = 0;
+    }
+    struct msghdr m = {.msg_iov = iov, .msg_iovlen = (size_t)n};
+    ssize_t k = sendmsg(fd, &m, MSG_NOSIGNAL);
+    if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return 0;
+    if (k <= 0) return -1;
+    *sent += (size_t)k;
+  }
+  return 1;
+}

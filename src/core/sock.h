@@ -35,6 +35,11 @@ int tutti__ifname_match(const char *spec, const char *name);
 /* Resolves a host name or dotted quad to an IPv4 address (network order). */
 tutti_result_t tutti__sock_resolve(const char *host, uint32_t *ip, char *err, size_t errlen);
 void tutti__sock_nodelay_nonblock(int fd);
+/* Sends, without blocking, what the non-blocking socket fd takes of the nparts buffers laid
+ * end to end, from byte *sent on, and advances *sent. Returns 1 when all is out, 0 when the
+ * socket is full (call again when it is writable), -1 when the peer is gone. */
+int tutti__sock_send_parts(int fd, const void *const *bases, const size_t *lens, int nparts,
+                           size_t *sent);
 /* "a.b.c.d:port" */
 const char *tutti__sock_addr_str(uint32_t ip, uint16_t port, char *buf, size_t len);
 
