@@ -23,14 +23,14 @@
  * measurement, tutti-info without a job, the unit tests), fitted on the development machine
  * (2-core AMD EPYC, AVX2, 32 MiB L3) with tutti-bench, TUTTI_ALGO=ring, n = 2, on a quiet
  * machine (bench/tuner_check.py, medians of 3 alternated runs):
- *   shm alpha        8-byte all-gather 0.26 us (one exchange), 8-byte all-reduce 0.59 us
+ *   local alpha      8-byte all-gather 0.26 us (one exchange), 8-byte all-reduce 0.59 us
  *                    (two): 0.25 us
- *   shm beta_copy    64 MiB all-gather 7.4 ms (32 MiB received: 4.5 GB/s), 16 MiB all-gather
+ *   local beta_copy  64 MiB all-gather 7.4 ms (32 MiB received: 4.5 GB/s), 16 MiB all-gather
  *                    1.18 ms (7.1 GB/s), 16 MiB all-reduce 2.63 ms: 5 GB/s
  *   beta_reduce      a float32 c = a + b pass, 7 GB/s on one core
- *   tcp alpha        8-byte all-gather 277 us, 128-byte all-reduce 187 us: 100 us (loopback
+ *   network alpha    8-byte all-gather 277 us, 128-byte all-reduce 187 us: 100 us (loopback
  *                    wake-ups under load)
- *   tcp beta_copy    8 MiB all-gather 11.0 ms (0.38 GB/s), 8 MiB all-reduce 20.0 ms: 0.4 GB/s
+ *   network beta_copy 8 MiB all-gather 11.0 ms (0.38 GB/s), 8 MiB all-reduce 20.0 ms: 0.4 GB/s
  * UNPIPELINED is not a fit but a count: recursive doubling, Rabenseifner and Bruck move whole
  * blocks at once, and above a chunk a block no longer stays in cache between its receive and
  * its reduction, so each byte is written to memory and read back: three passes over memory
@@ -38,8 +38,8 @@
  * to 2.1x slower than the ring at 32 MiB where the plain model said 1.0x and 1.4x.)
  */
 static const tutti_cost_params_t params[2] = {
-    {"shm", 0.25e-6, 1.0 / 5.0e9, 1.0 / 7.0e9},
-    {"tcp", 100.0e-6, 1.0 / 0.4e9, 1.0 / 7.0e9},
+    {"local", 0.25e-6, 1.0 / 5.0e9, 1.0 / 7.0e9},
+    {"network", 100.0e-6, 1.0 / 0.4e9, 1.0 / 7.0e9},
 };
 #define UNPIPELINED 1.5
 
@@ -51,9 +51,9 @@ static double or_else(const tutti_model_t *m, size_t off, double fallback) {
 }
 #define MEASURED(m, field, fallback) or_else(m, offsetof(tutti_model_t, field), fallback)
 
-void tutti__model_params(const tutti_model_t *m, int tcp, size_t footprint,
+void tutti__model_params(const tutti_model_t *m, int network, size_t footprint,
                          tutti_cost_params_t *out) {
-  *out = params[tcp ? 1 : 0];
+  *out = params[network ? 1 : 0];
   if (!m) return;
   /* Within L2, copies and reductions run at cache speed; beyond it, at memory speed (one
    * threshold: L2 is private and reliably reported, the L3 a process may use is neither). */
@@ -62,12 +62,12 @@ void tutti__model_params(const tutti_model_t *m, int tcp, size_t footprint,
   double reduce = cached ? m->reduce_cached_bps : m->reduce_mem_bps;
   /* A reduction reads its received operand and the rank's own and writes the result. */
   if (reduce > 0) out->beta_reduce = 1.0 / reduce;
-  if (tcp) {
+  if (network) {
     out->alpha = MEASURED(m, tcp_alpha_s, out->alpha);
     if (m->tcp_bps > 0) out->beta_copy = 1.0 / m->tcp_bps;
     return;
   }
-  /* A message through a shm queue: the sender's index line and the header's line cross to
+  /* A message through a same-host queue: the sender's index line and the header's line cross to
    * the receiver's core; each byte is copied twice, into the queue and out of it. */
   if (m->handoff_s > 0) out->alpha = 2 * m->handoff_s;
   if (copy > 0) out->beta_copy = 2.0 / copy;
@@ -78,7 +78,7 @@ static double unpipelined(const tutti_tune_query_t *q, double msg) {
   return msg > (double)q->chunk_bytes ? UNPIPELINED : 1.0;
 }
 
-const tutti_cost_params_t *tutti__cost_params(int tcp) { return &params[tcp ? 1 : 0]; }
+const tutti_cost_params_t *tutti__cost_params(int network) { return &params[network ? 1 : 0]; }
 
 size_t tutti__tune_bytes(tutti_coll_t coll, size_t count, size_t esize, int nranks) {
   return tutti__coll_bytes(coll, count, esize, nranks);
@@ -93,7 +93,7 @@ void tutti__tune_query(const struct tutti_comm *comm, const tutti_coll_args_t *a
   /* The topology is the same on every rank (built from the bootstrap table at init). */
   q->nhosts = comm->topo ? comm->topo->nhosts : 1;
   q->max_local = comm->topo ? comm->topo->max_local : comm->nranks;
-  q->tcp = tutti__transport_cost_class(comm) == TUTTI_COST_NETWORK;
+  q->network = tutti__transport_cost_class(comm) == TUTTI_COST_NETWORK;
   q->chunk_bytes = comm->cfg.chunk_bytes;
   q->cma = comm->cma;
   q->mbox_bytes = tutti__mbox_capacity(comm);
@@ -208,8 +208,8 @@ double tutti__cost_tree(const tutti_tune_query_t *q, const tutti_cost_params_t *
 }
 
 /*
- * Hierarchical (hier_*.c): phases within the hosts charged at shm's parameters, phases across
- * them at c's (tcp). Across the hosts the L = max_local local ranks of a host each move
+ * Hierarchical (hier_*.c): phases within the hosts charged at the local link class's
+ * parameters, phases across them at c's (network). Across the hosts the L = max_local local ranks of a host each move
  * 1/L of the data at once over the host's one link, so the link's per-byte cost is paid for
  * all of them: per step a host link carries L blocks. Where every host has one rank, or
  * all ranks share a host, the flat algorithms do the same work with fewer phases: no model.
@@ -248,7 +248,7 @@ double tutti__cost_hier(const tutti_tune_query_t *q, const tutti_cost_params_t *
 }
 
 /* Whether algo can run q at all: it implements the collective, and single-copy algorithms
- * need every rank able to read the others (the same answer on every rank, see shm.c). */
+ * need every rank able to read the others (the same answer on every rank: comm->cma). */
 static int runs(const tutti_algo_t *algo, const tutti_tune_query_t *q) {
   return algo->fn[q->coll] && (!algo->needs_cma || q->cma) &&
          (!algo->needs_mbox || (q->mbox_bytes && tutti__oneshot_payload(q) <= q->mbox_bytes));
@@ -359,7 +359,7 @@ static double cma_bytes(const tutti_tune_query_t *q, const tutti_cost_params_t *
 double tutti__tune_predict(const tutti_algo_t *algo, const tutti_tune_query_t *q) {
   if (!algo->cost || !runs(algo, q)) return -1;
   tutti_cost_params_t c;
-  tutti__model_params(q->model, q->tcp, 2 * q->bytes, &c);
+  tutti__model_params(q->model, q->network, 2 * q->bytes, &c);
   return algo->cost(q, &c);
 }
 

@@ -18,14 +18,15 @@ typedef struct tutti_cost_params {
   double beta_reduce; /* one byte combined by a reduction kernel */
 } tutti_cost_params_t;
 
-/* The fallback parameters of shm (tcp 0) or tcp (tcp 1), from the table in tuner.c: what the
+/* The fallback parameters of the local link class (network 0) or the network one (network
+ * 1), from the table in tuner.c: what the
  * model uses where nothing was measured. */
-const tutti_cost_params_t *tutti__cost_params(int tcp);
+const tutti_cost_params_t *tutti__cost_params(int network);
 
-/* The parameters of shm or tcp derived from model m (NULL: the fallbacks) for a call whose
+/* The parameters of a link class derived from model m (NULL: the fallbacks) for a call whose
  * ranks each touch footprint bytes: in-cache bandwidths while that fits in L2, memory ones
  * above. Each quantity m lacks (0) keeps its fallback. */
-void tutti__model_params(const tutti_model_t *m, int tcp, size_t footprint,
+void tutti__model_params(const tutti_model_t *m, int network, size_t footprint,
                          tutti_cost_params_t *out);
 
 /* Bytes of a call as nccl-tests (and tutti-bench and TUTTI_TUNE) count them: the whole vector
@@ -39,7 +40,8 @@ typedef struct tutti_tune_query {
   size_t bytes;       /* tutti__tune_bytes */
   int nranks;
   int one_host;       /* every rank on one host */
-  int tcp;            /* the data moves over tcp (another host, or TUTTI_TRANSPORT=tcp) */
+  int network;        /* the data moves over the network link class (another host, or a
+                       * network transport forced) */
   size_t chunk_bytes; /* TUTTI_CHUNK_SIZE */
   int cma;            /* single-copy reads between all ranks work (comm->cma) */
   size_t mbox_bytes;  /* one-shot mailbox capacity (tutti__mbox_capacity), 0: none */

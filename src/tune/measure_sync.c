@@ -2,7 +2,7 @@
  * Measuring how fast two local ranks can talk: the cross-core hand-off of a cache line, a
  * futex wake-up, reading a buffer another core just wrote, and TCP over loopback. Two
  * threads of this process stand in for two ranks (pinned to different CPUs where the process
- * may use two): the shm transport's queues and mailboxes are the same cache lines and
+ * may use two): the same-host transport's queues and mailboxes are the same cache lines and
  * futexes, without the segment, which would need every local rank at once.
  *
  * Every loop here is bounded by a deadline as well as a count, so a machine too loaded to

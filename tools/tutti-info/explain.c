@@ -101,13 +101,13 @@ int tutti_info_explain(int argc, char **argv) {
    * ranks over H hosts gives). */
   q.nhosts = (int)hosts;
   q.max_local = (int)((n + hosts - 1) / hosts);
-  q.tcp = tcp || hosts > 1;
-  q.one_host = hosts == 1 && !q.tcp;
+  q.network = tcp || hosts > 1;
+  q.one_host = hosts == 1 && !q.network;
   q.chunk_bytes = cfg.chunk_bytes;
   /* Whether the kernel lets ranks read each other is known only inside a job (it is checked
    * at init); here it is assumed allowed on shm unless TUTTI_CMA=0. */
-  q.cma = !q.tcp && cfg.cma;
-  q.mbox_bytes = q.tcp ? 0 : TUTTI_MBOX_BYTES;
+  q.cma = !q.network && cfg.cma;
+  q.mbox_bytes = q.network ? 0 : TUTTI_MBOX_BYTES;
   /* The model rank 0 of a job started here would use and send the others. */
   if (tutti__model_obtain(&cfg, &cfg.model, err, sizeof err) != TUTTI_SUCCESS) {
     fprintf(stderr, "tutti-info: %s\n", err);
@@ -115,7 +115,7 @@ int tutti_info_explain(int argc, char **argv) {
   }
   q.model = &cfg.model;
   tutti_cost_params_t p;
-  tutti__model_params(q.model, q.tcp, 2 * q.bytes, &p);
+  tutti__model_params(q.model, q.network, 2 * q.bytes, &p);
   printf("%s of %zu bytes on %d ranks over %s (chunk %zu bytes)\n", argv[0], q.bytes, q.nranks,
          p.transport, q.chunk_bytes);
   if (hosts > 1) {
