@@ -46,7 +46,10 @@ CLUSTER_NET=10.77.0
 CLUSTER_HOSTS=0
 CLUSTER_PIDS=()
 CLUSTER_RC=()
-CLUSTER_PORT=${CLUSTER_PORT:-$((20000 + RANDOM % 20000))}
+# Below the kernel's ephemeral range (32768-60999 by default), where the ranks' own listeners
+# (port 0) land: a job's fixed rendezvous port must never be taken by a previous job's rank.
+# Each job takes 100 ports (cluster_run), so a run of up to ~100 jobs stays below 32768.
+CLUSTER_PORT=${CLUSTER_PORT:-$((12000 + RANDOM % 10000))}
 CLUSTER_TMP=""
 CLUSTER_WHY=""
 CLUSTER_JOB=""

@@ -74,8 +74,8 @@ static tutti_comm_t join(const char *algo, int index) {
   tutti_comm_t comm = NULL;
   tutti_result_t rc = tutti_comm_init_env(&comm);
   if (rc != TUTTI_SUCCESS)
-    cc_fail("tutti_comm_init_env (TUTTI_ALGO=%s, TUTTI_ADDR=%s) returned %s", algo, addr,
-            tutti_result_string(rc));
+    cc_fail("tutti_comm_init_env (TUTTI_ALGO=%s, TUTTI_ADDR=%s) returned %s: %s", algo, addr,
+            tutti_result_string(rc), tutti_last_init_error());
   cc_ok(tutti_comm_rank(comm, &cc_rank), comm, "tutti_comm_rank");
   cc_ok(tutti_comm_size(comm, &cc_nranks), comm, "tutti_comm_size");
   return comm;

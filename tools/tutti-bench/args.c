@@ -88,14 +88,8 @@ static const char help[] =
     "Exit status: 0; 1 if a check finds a wrong element or a call fails; 2 for bad usage.\n";
 
 void bench_bad_usage(const char *what, const char *arg) {
-  /* Every launcher's rank variable: complain once, from rank 0, not once per rank. */
-  static const char *const vars[] = {"TUTTI_RANK", "RANK", "OMPI_COMM_WORLD_RANK",
-                                     "PMI_RANK", "SLURM_PROCID"};
-  for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
-    const char *r = getenv(vars[i]);
-    if (r && *r && atoi(r) != 0)
-      exit(2);
-  }
+  /* Every rank says it (the launcher prefixes each line with the rank): a launcher stops the
+   * other ranks when the first one exits, so a message left to rank 0 alone could be lost. */
   fprintf(stderr, "tutti-bench: %s: '%s'\n(tutti-bench --help lists the options)\n", what,
           arg ? arg : "(missing)");
   exit(2);
