@@ -53,6 +53,11 @@ typedef struct tutti_model {
   double cma_bps, cma_call_s;
   /* TCP over loopback between two threads: one-way latency of 8 bytes, streaming speed. */
   double tcp_alpha_s, tcp_bps;
+  /* The link between hosts, measured at init of a job that spans hosts (link.c) or given
+   * (TUTTI_TUNE_NET, a tuning file): one-way latency of a small message and streaming speed
+   * through the transport. 0: not known, the tuner charges crossing hosts the loopback
+   * figures above. */
+  double net_alpha_s, net_bps;
   int nrules;
   tutti_file_rule_t rules[TUTTI_FILE_MAX_RULES];
 } tutti_model_t;
@@ -87,6 +92,32 @@ void tutti__measure_caches(tutti_model_t *m);
 int tutti__measure_memory(tutti_model_t *m);
 int tutti__measure_threads(tutti_model_t *m);
 int tutti__measure_tcp(tutti_model_t *m);
+
+/* ---- link.c: the link between hosts ----------------------------------------------------- */
+
+/* What rank 0 timed against a rank of another host (seconds; 0 where not timed). */
+typedef struct tutti_link_times {
+  double rtt_s;            /* the best round trip of a small message */
+  double warm_s;           /* warm_bytes one way plus a small reply (opens the window, drains
+                              any token bucket) */
+  double small_s, big_s;   /* the same for small_bytes and big_bytes right after it */
+  double warm_bytes, small_bytes, big_bytes;
+} tutti_link_times_t;
+/* The link's one-way latency and streaming speed from t: alpha half the best round trip,
+ * beta from the difference of the two sizes (latency, reply and start-up cancel), checked
+ * against the big transfer's plain rate. Returns 0, or -1 with the reason in why (the
+ * figures are then unusable and the caller keeps the loopback ones). */
+int tutti__link_estimate(const tutti_link_times_t *t, double *alpha_s, double *bps, char *why,
+                         size_t whylen);
+/* Run by rank 0 and by the first rank of another host (the partner) before the model is
+ * sent to all (agree.c), when the communicator spans hosts: rank 0 tells the partner whether
+ * to measure (not when go is 0 on rank 0, m->net_bps is already given, or TUTTI_TUNE_NET=0
+ * on rank 0), then times a few
+ * ping-pongs and three one-way transfers (about 3 MiB, 25 ms on a 1 Gbit/s link) and writes
+ * net_alpha_s and net_bps into m. Every wait has the communicator's deadline; a transport
+ * failure fails (the agreement would fail too); figures that make no sense are logged and
+ * left out. Other ranks return at once. */
+tutti_result_t tutti__link_measure(struct tutti_comm *comm, tutti_model_t *m, int go);
 
 /* ---- table.c: the text form ------------------------------------------------------------ */
 
