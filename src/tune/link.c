@@ -122,15 +122,19 @@ int tutti__link_estimate(const tutti_link_times_t *t, double *alpha_s, double *b
     *bps = t->warm_bytes / (t->warm_s - t->rtt_s);
     return 0;
   }
-  /* The big transfer's plain rate is a lower bound (it includes the latency and reply), and
-   * within a few percent of the truth once its transfer takes many round trips; the
-   * difference of the two sizes is exact when both ran undisturbed. A difference far above
-   * the plain rate means the small transfer was delayed (another job ran): the plain rate
-   * is then the better figure. */
+  /* The big transfer's plain rate is a lower bound (it includes the latency and the reply);
+   * the difference of the two sizes is exact when both ran undisturbed. Whether they did
+   * shows in the time the difference leaves for the rest, the intercept: about a round trip
+   * on an undisturbed link. A small transfer delayed by another job makes the difference
+   * too fast and the intercept too long (by more than the delay); then the plain rate is the
+   * better figure. The slack (half a millisecond) is a delay that moves the rate a few
+   * percent at 1 Gbit/s. */
   double plain = t->big_bytes / t->big_s;
   double dt = t->big_s - t->small_s, db = t->big_bytes - t->small_bytes;
   double diff = dt > 0 && db > 0 ? db / dt : 0;
-  *bps = diff >= plain && diff <= 1.5 * plain ? diff : plain;
+  double icpt = diff > 0 ? t->small_s - t->small_bytes / diff : 0;
+  int steady = diff > plain && icpt <= 2 * t->rtt_s + 0.5e-3;
+  *bps = steady ? diff : plain;
   return 0;
 }
 
