@@ -15,8 +15,9 @@
  *   to 1 MiB, through at any speed); the other two then run at the link's steady rate, and
  *   the difference of their times divided by the difference of their sizes is the time per
  *   byte with the latency, the reply and the start-up cancelled.
- * About 3 MiB in all: 25 ms on a 1 Gbit/s link, 3 ms at 10 Gbit/s. On a slow link (the warm
- * transfer alone took over SLOW_S) rank 0 stops there and takes the warm transfer's rate.
+ * About 3.5 MiB in all: 30 ms on a 1 Gbit/s link; a faster link repeats the pair (below),
+ * about 10 ms at 10 Gbit/s. On a slow link (the warm transfer alone took over SLOW_S) rank 0
+ * stops there and takes the warm transfer's rate.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +33,8 @@
 #define SMALL_BYTES ((size_t)512 << 10)
 #define BIG_BYTES ((size_t)2 << 20)
 #define SLOW_S 0.25
+#define REPEATS 4
+#define REPEAT_NS 20000000 /* 20 ms */
 
 enum { OP_END = 0, OP_PING = 1, OP_DATA = 2 };
 
@@ -164,9 +167,18 @@ tutti_result_t tutti__link_measure(struct tutti_comm *comm, tutti_model_t *m, in
     if (i > 0 && (t.rtt_s == 0 || s < t.rtt_s)) t.rtt_s = s;
   }
   if (buf && res == TUTTI_SUCCESS) res = timed(comm, peer, buf, WARM_BYTES, deadline, &t.warm_s);
-  if (buf && res == TUTTI_SUCCESS && t.warm_s < SLOW_S) {
-    res = timed(comm, peer, buf, SMALL_BYTES, deadline, &t.small_s);
-    if (res == TUTTI_SUCCESS) res = timed(comm, peer, buf, BIG_BYTES, deadline, &t.big_s);
+  /* The pair again while it is cheap (a fast link: up to REPEATS pairs within REPEAT_NS of
+   * the start), keeping each size's best: on a shared machine one descheduling of either
+   * rank during a 2 ms transfer would otherwise make a 10 Gbit/s link look ten times
+   * slower. A 1 Gbit/s link's first pair already takes the budget. */
+  for (int k = 0; buf && res == TUTTI_SUCCESS && t.warm_s < SLOW_S && k < REPEATS &&
+                  (k == 0 || tutti__now_ns() - t0 < REPEAT_NS);
+       k++) {
+    double s, b = 0;
+    res = timed(comm, peer, buf, SMALL_BYTES, deadline, &s);
+    if (res == TUTTI_SUCCESS) res = timed(comm, peer, buf, BIG_BYTES, deadline, &b);
+    if (res == TUTTI_SUCCESS && (k == 0 || s < t.small_s)) t.small_s = s;
+    if (res == TUTTI_SUCCESS && (k == 0 || b < t.big_s)) t.big_s = b;
   }
   free(buf);
   if (res == TUTTI_SUCCESS) res = xfer(comm, 1, peer, &end, sizeof end, deadline);
