@@ -47,7 +47,7 @@ static const tutti_config_var_t config_vars[] = {
                             "to if the file does not exist; tutti-tune writes one"},
     {"TUTTI_TUNE_NET", "1", "the tuner's figures for the link between hosts: 1: measured at "
                             "init when the job spans hosts (rank 0 with a rank of another "
-                            "host, about 3 MiB, 25 ms at 1 Gbit/s); 0: not measured (the tcp "
+                            "host, about 4 MiB, 35-50 ms at 1 Gbit/s); 0: not measured (the tcp "
                             "loopback figures stand for it); GBPS[,ALPHA_US]: given, e.g. "
                             "0.118,60"},
     {"TUTTI_HOST_ID", "", "this process's host identity: ranks with the same id are one host "

@@ -7,17 +7,20 @@
  * puts the figures into the model it then sends to every rank (agree.c), so all ranks use
  * the same ones.
  *
- * What is timed, rank 0 driving and the partner answering, each message a header telling the
- * partner what comes next:
+ * What is timed, rank 0 driving and the partner answering, each exchange a header telling the
+ * partner what comes next and a small reply at its end:
  *   ROUNDS ping-pongs of 8 bytes: alpha is half the best round trip;
- *   three one-way transfers (WARM, SMALL, BIG bytes), each answered by 8 bytes. The warm one
- *   opens TCP's window and empties a token bucket (a shaped link lets its burst, tbf's 64 KiB
- *   to 1 MiB, through at any speed); the other two then run at the link's steady rate, and
- *   the difference of their times divided by the difference of their sizes is the time per
- *   byte with the latency, the reply and the start-up cancelled.
- * About 3.5 MiB in all: 30 ms on a 1 Gbit/s link; a faster link repeats the pair (below),
- * about 10 ms at 10 Gbit/s. On a slow link (the warm transfer alone took over SLOW_S) rank 0
- * stops there and takes the warm transfer's rate.
+ *   pairs of one-way transfers, a lead of L bytes alone and L + B bytes; the time per byte is
+ *   B over the difference of their times, in which the latency, the reply, TCP's start-up and
+ *   any token bucket's burst cancel (a shaped link lets its burst, tbf's 1 ms of the rate,
+ *   through at any speed, and the bucket refills during every reply: both transfers of a pair
+ *   must be longer than the burst, or the shorter one rides it and the link looks up to twice
+ *   as fast, as a 10 Gbit/s link did with 512 KiB and 2 MiB).
+ * The first pair (1 MiB, then 3 MiB: ~35 ms at 1 Gbit/s) sizes the others: where it was quick,
+ * pairs with L 2 ms and B 4 ms of the rate it found (at most 8 MiB each) follow while the
+ * measurement is under REPEAT_NS, and their best times count (a descheduled rank makes a
+ * transfer slower, never faster). On a slow link (the first transfer took over SLOW_S) it
+ * stops after it and takes its plain rate.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,9 +32,9 @@
 #include "tune/model.h"
 
 #define ROUNDS 6
-#define WARM_BYTES ((size_t)1 << 20)
-#define SMALL_BYTES ((size_t)512 << 10)
-#define BIG_BYTES ((size_t)2 << 20)
+#define LEAD_BYTES ((size_t)1 << 20)
+#define BODY_BYTES ((size_t)2 << 20)
+#define MAX_BYTES ((size_t)8 << 20)
 #define SLOW_S 0.25
 #define REPEATS 4
 #define REPEAT_NS 20000000 /* 20 ms */
@@ -41,7 +44,7 @@ enum { OP_END = 0, OP_PING = 1, OP_DATA = 2 };
 typedef struct hdr {
   uint32_t op;
   uint32_t pad;
-  uint64_t bytes;
+  uint64_t lead, body;
 } hdr_t;
 
 /* The first rank whose host is not rank 0's, or -1 (one host). */
@@ -72,22 +75,23 @@ static tutti_result_t answer(struct tutti_comm *comm, int64_t deadline) {
     if ((res = xfer(comm, 0, 0, &h, sizeof h, deadline)) != TUTTI_SUCCESS) break;
     if (h.op == OP_END) break;
     if (h.op == OP_DATA) {
-      if (h.bytes > BIG_BYTES * 4) {
+      if (h.lead > 2 * MAX_BYTES || h.body > 0) {
         res = tutti__error(comm, TUTTI_ERR_INTERNAL, "measuring the link to rank 0: rank 0 "
-                           "announced %llu bytes, more than the measurement sends",
-                           (unsigned long long)h.bytes);
+                           "announced %llu + %llu bytes, more than the measurement sends",
+                           (unsigned long long)h.lead, (unsigned long long)h.body);
         break;
       }
-      if (h.bytes > cap) {
+      size_t need = (size_t)(h.lead + h.body);
+      if (need > cap) {
         free(buf);
-        cap = (size_t)h.bytes;
+        cap = need;
         if (!(buf = malloc(cap))) {
           res = tutti__error(comm, TUTTI_ERR_SYSTEM, "out of memory measuring the link to "
                              "rank 0");
           break;
         }
       }
-      if ((res = xfer(comm, 0, 0, buf, (size_t)h.bytes, deadline)) != TUTTI_SUCCESS) break;
+      if ((res = xfer(comm, 0, 0, buf, need, deadline)) != TUTTI_SUCCESS) break;
     }
     if ((res = xfer(comm, 1, 0, &ack, sizeof ack, deadline)) != TUTTI_SUCCESS) break;
   }
@@ -95,10 +99,10 @@ static tutti_result_t answer(struct tutti_comm *comm, int64_t deadline) {
   return res;
 }
 
-/* Rank 0: one exchange (a ping when bytes is 0), timed from the header to the reply. */
+/* Rank 0: one exchange of bytes (0: a ping), timed from the header to the reply. */
 static tutti_result_t timed(struct tutti_comm *comm, int peer, char *buf, size_t bytes,
                             int64_t deadline, double *s) {
-  hdr_t h = {bytes ? OP_DATA : OP_PING, 0, bytes};
+  hdr_t h = {bytes ? OP_DATA : OP_PING, 0, bytes, 0};
   uint64_t ack;
   int64_t t0 = tutti__now_ns();
   tutti_result_t res = xfer(comm, 1, peer, &h, sizeof h, deadline);
@@ -115,29 +119,35 @@ int tutti__link_estimate(const tutti_link_times_t *t, double *alpha_s, double *b
     snprintf(why, whylen, "no round trip was timed");
     return -1;
   }
-  *alpha_s = t->rtt_s / 2;
-  if (!(t->small_s > 0) || !(t->big_s > 0)) { /* a slow link: the warm transfer only */
-    if (!(t->warm_s > t->rtt_s)) {
-      snprintf(why, whylen, "the %.0f-byte transfer (%.3f ms) took no longer than a round "
-               "trip (%.3f ms)", t->warm_bytes, t->warm_s * 1e3, t->rtt_s * 1e3);
+  double r = 0;
+  if (t->long_s > 0) { /* a pair */
+    double dt = t->long_s - t->lead_s;
+    if (!(t->body_bytes > 0) || !(dt > 0)) {
+      snprintf(why, whylen, "%.0f more bytes took no longer (%.3f ms, then %.3f ms)",
+               t->body_bytes, t->lead_s * 1e3, t->long_s * 1e3);
       return -1;
     }
-    *bps = t->warm_bytes / (t->warm_s - t->rtt_s);
-    return 0;
+    r = t->body_bytes / dt;
+    /* The long transfer's own rate, less a round trip, is never far below the link's (only
+     * by the headers, or above it by a burst): a difference much faster than that means the
+     * lead was delayed (another job ran), and the long transfer's rate is the better figure. */
+    double plain = t->long_s > t->rtt_s ? (t->lead_bytes + t->body_bytes) / (t->long_s - t->rtt_s)
+                                        : 0;
+    if (plain > 0 && r > 1.2 * plain) r = plain;
+  } else if (t->lead_s > t->rtt_s) { /* a slow link: the lead alone, less a round trip */
+    r = t->lead_bytes / (t->lead_s - t->rtt_s);
+  } else {
+    snprintf(why, whylen, "the %.0f-byte transfer (%.3f ms) took no longer than a round trip "
+             "(%.3f ms)", t->lead_bytes, t->lead_s * 1e3, t->rtt_s * 1e3);
+    return -1;
   }
-  /* The big transfer's plain rate is a lower bound (it includes the latency and the reply);
-   * the difference of the two sizes is exact when both ran undisturbed. Whether they did
-   * shows in the time the difference leaves for the rest, the intercept: about a round trip
-   * on an undisturbed link. A small transfer delayed by another job makes the difference
-   * too fast and the intercept too long (by more than the delay); then the plain rate is the
-   * better figure. The slack (half a millisecond) is a delay that moves the rate a few
-   * percent at 1 Gbit/s. */
-  double plain = t->big_bytes / t->big_s;
-  double dt = t->big_s - t->small_s, db = t->big_bytes - t->small_bytes;
-  double diff = dt > 0 && db > 0 ? db / dt : 0;
-  double icpt = diff > 0 ? t->small_s - t->small_bytes / diff : 0;
-  int steady = diff > plain && icpt <= 2 * t->rtt_s + 0.5e-3;
-  *bps = steady ? diff : plain;
+  /* Faster than 1 TB/s is a clock that did not move, not a link. */
+  if (r > 1e12) {
+    snprintf(why, whylen, "%.0f bytes took %.0f ns", t->body_bytes, t->body_bytes / r * 1e9);
+    return -1;
+  }
+  *alpha_s = t->rtt_s / 2;
+  *bps = r;
   return 0;
 }
 
@@ -149,37 +159,50 @@ tutti_result_t tutti__link_measure(struct tutti_comm *comm, tutti_model_t *m, in
 
   /* Rank 0. Figures given (a file, TUTTI_TUNE_NET) or measuring turned off: nothing to do
    * but release the partner. */
-  hdr_t end = {OP_END, 0, 0};
+  hdr_t end = {OP_END, 0, 0, 0};
   if (!go || m->net_bps > 0 || !comm->cfg.tune_net)
     return xfer(comm, 1, peer, &end, sizeof end, deadline);
   int64_t t0 = tutti__now_ns();
-  char *buf = calloc(1, BIG_BYTES);
+  char *buf = calloc(1, 2 * MAX_BYTES);
   int have_buf = buf != NULL;
   tutti_link_times_t t = {0};
-  t.warm_bytes = (double)WARM_BYTES;
-  t.small_bytes = (double)SMALL_BYTES;
-  t.big_bytes = (double)BIG_BYTES;
   tutti_result_t res = TUTTI_SUCCESS;
+  double rtt = 0;
   for (int i = 0; buf && i < ROUNDS && res == TUTTI_SUCCESS; i++) {
     double s;
     res = timed(comm, peer, buf, 0, deadline, &s);
     /* The first round trip pays for waking the partner and the connection's first use. */
-    if (i > 0 && (t.rtt_s == 0 || s < t.rtt_s)) t.rtt_s = s;
+    if (i > 0 && (rtt == 0 || s < rtt)) rtt = s;
   }
-  if (buf && res == TUTTI_SUCCESS) res = timed(comm, peer, buf, WARM_BYTES, deadline, &t.warm_s);
-  /* The pair again while it is cheap (a fast link: up to REPEATS pairs within REPEAT_NS of
-   * the start), keeping each size's best: on a shared machine one descheduling of either
-   * rank during a 2 ms transfer would otherwise make a 10 Gbit/s link look ten times
-   * slower. A 1 Gbit/s link's first pair already takes the budget. */
-  for (int k = 0; buf && res == TUTTI_SUCCESS && t.warm_s < SLOW_S && k < REPEATS &&
+  /* The first pair sizes the others; their best times replace its figures. */
+  tutti_link_times_t first = {0}, best = {0};
+  size_t lead = LEAD_BYTES, body = BODY_BYTES;
+  for (int k = 0; buf && res == TUTTI_SUCCESS && k < REPEATS &&
                   (k == 0 || tutti__now_ns() - t0 < REPEAT_NS);
        k++) {
-    double s, b = 0;
-    res = timed(comm, peer, buf, SMALL_BYTES, deadline, &s);
-    if (res == TUTTI_SUCCESS) res = timed(comm, peer, buf, BIG_BYTES, deadline, &b);
-    if (res == TUTTI_SUCCESS && (k == 0 || s < t.small_s)) t.small_s = s;
-    if (res == TUTTI_SUCCESS && (k == 0 || b < t.big_s)) t.big_s = b;
+    double a = 0, b = 0;
+    res = timed(comm, peer, buf, lead, deadline, &a);
+    if (res == TUTTI_SUCCESS && (k > 0 || a < SLOW_S))
+      res = timed(comm, peer, buf, lead + body, deadline, &b);
+    if (res != TUTTI_SUCCESS) break;
+    tutti_link_times_t *p = k == 0 ? &first : &best;
+    p->lead_bytes = (double)lead;
+    p->body_bytes = (double)body;
+    if (k < 2 || a < p->lead_s) p->lead_s = a;
+    if (k < 2 || b < p->long_s) p->long_s = b;
+    p->npairs++;
+    if (k > 0) continue;
+    if (!(a < SLOW_S)) break;
+    if (b > a) {
+      double r = (double)body / (b - a);
+      lead = (size_t)(r * 2e-3) > LEAD_BYTES ? (size_t)(r * 2e-3) : LEAD_BYTES;
+      body = (size_t)(r * 4e-3) > BODY_BYTES ? (size_t)(r * 4e-3) : BODY_BYTES;
+      lead = lead < MAX_BYTES ? lead : MAX_BYTES;
+      body = body < MAX_BYTES ? body : MAX_BYTES;
+    }
   }
+  t = best.npairs ? best : first;
+  t.rtt_s = rtt;
   free(buf);
   if (res == TUTTI_SUCCESS) res = xfer(comm, 1, peer, &end, sizeof end, deadline);
   if (res != TUTTI_SUCCESS) return res;
@@ -197,9 +220,10 @@ tutti_result_t tutti__link_measure(struct tutti_comm *comm, tutti_model_t *m, in
     size_t at = strlen(m->origin);
     snprintf(m->origin + at, sizeof m->origin - at, "; link to rank %d measured", peer);
     INFO("tune", 0, "link to rank %d (another host): %.1f us one way, %.3f GB/s (round trip "
-         "%.1f us; %.0f KiB in %.2f ms, %.0f KiB in %.2f ms); measured in %.1f ms", peer,
-         alpha * 1e6, bps / 1e9, t.rtt_s * 1e6, t.small_bytes / 1024, t.small_s * 1e3,
-         t.big_bytes / 1024, t.big_s * 1e3, (double)(tutti__now_ns() - t0) / 1e6);
+         "%.1f us; %.0f KiB in %.2f ms, %.0f KiB more in %.2f ms more, best of %d); measured in "
+         "%.1f ms", peer, alpha * 1e6, bps / 1e9, t.rtt_s * 1e6, t.lead_bytes / 1024,
+         t.lead_s * 1e3, t.body_bytes / 1024, (t.long_s - t.lead_s) * 1e3, t.npairs,
+         (double)(tutti__now_ns() - t0) / 1e6);
   }
   return TUTTI_SUCCESS;
 }

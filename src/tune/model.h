@@ -95,25 +95,28 @@ int tutti__measure_tcp(tutti_model_t *m);
 
 /* ---- link.c: the link between hosts ----------------------------------------------------- */
 
-/* What rank 0 timed against a rank of another host (seconds; 0 where not timed). */
+/* What rank 0 timed against a rank of another host (seconds; 0 where not timed): each
+ * transfer is one way, timed from its header to the partner's small reply. */
 typedef struct tutti_link_times {
-  double rtt_s;            /* the best round trip of a small message */
-  double warm_s;           /* warm_bytes one way plus a small reply (opens the window, drains
-                              any token bucket) */
-  double small_s, big_s;   /* the same for small_bytes and big_bytes right after it */
-  double warm_bytes, small_bytes, big_bytes;
+  double rtt_s;       /* the best round trip of a small message */
+  double lead_bytes;  /* a transfer of lead_bytes took lead_s */
+  double lead_s;
+  double body_bytes;  /* one of lead_bytes + body_bytes took long_s (0: not timed) */
+  double long_s;
+  int npairs;         /* how many such pairs the times are the best of */
 } tutti_link_times_t;
-/* The link's one-way latency and streaming speed from t: alpha half the best round trip,
- * beta from the difference of the two sizes (latency, reply and start-up cancel), checked
- * against the big transfer's plain rate. Returns 0, or -1 with the reason in why (the
- * figures are then unusable and the caller keeps the loopback ones). */
+/* The link's one-way latency (half the best round trip) and streaming speed: body_bytes over
+ * long_s - lead_s (latency, reply, start-up and a token bucket's burst cancel), or, with no
+ * long transfer, lead_bytes over lead_s less a round trip. Returns 0, or -1 with the reason
+ * in why (the figures are then unusable and the caller keeps the loopback ones). */
 int tutti__link_estimate(const tutti_link_times_t *t, double *alpha_s, double *bps, char *why,
                          size_t whylen);
 /* Run by rank 0 and by the first rank of another host (the partner) before the model is
  * sent to all (agree.c), when the communicator spans hosts: rank 0 tells the partner whether
  * to measure (not when go is 0 on rank 0, m->net_bps is already given, or TUTTI_TUNE_NET=0
  * on rank 0), then times a few
- * ping-pongs and three one-way transfers (about 3 MiB, 25 ms on a 1 Gbit/s link) and writes
+ * ping-pongs and one to four pairs of one-way transfers (4 MiB and ~35 ms on a 1 Gbit/s
+ * link; about 20 ms at 10 Gbit/s) and writes
  * net_alpha_s and net_bps into m. Every wait has the communicator's deadline; a transport
  * failure fails (the agreement would fail too); figures that make no sense are logged and
  * left out. Other ranks return at once. */
