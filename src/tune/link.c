@@ -121,19 +121,19 @@ int tutti__link_estimate(const tutti_link_times_t *t, double *alpha_s, double *b
   }
   double r = 0;
   if (t->long_s > 0) { /* a pair */
-    double dt = t->long_s - t->lead_s;
-    if (!(t->body_bytes > 0) || !(dt > 0)) {
-      snprintf(why, whylen, "%.0f more bytes took no longer (%.3f ms, then %.3f ms)",
-               t->body_bytes, t->lead_s * 1e3, t->long_s * 1e3);
-      return -1;
-    }
-    r = t->body_bytes / dt;
     /* The long transfer's own rate, less a round trip, is never far below the link's (only
-     * by the headers, or above it by a burst): a difference much faster than that means the
-     * lead was delayed (another job ran), and the long transfer's rate is the better figure. */
+     * by the headers, or above it by a burst): a difference much faster than that, or none,
+     * means the lead was delayed (another job ran), and that rate is the better figure. */
+    double dt = t->long_s - t->lead_s;
     double plain = t->long_s > t->rtt_s ? (t->lead_bytes + t->body_bytes) / (t->long_s - t->rtt_s)
                                         : 0;
-    if (plain > 0 && r > 1.2 * plain) r = plain;
+    r = dt > 0 && t->body_bytes > 0 ? t->body_bytes / dt : 0;
+    if (!(r > 0) || r > 1.2 * plain) r = plain;
+    if (!(r > 0)) {
+      snprintf(why, whylen, "%.0f bytes took no longer than a round trip (%.3f ms)",
+               t->lead_bytes + t->body_bytes, t->rtt_s * 1e3);
+      return -1;
+    }
   } else if (t->lead_s > t->rtt_s) { /* a slow link: the lead alone, less a round trip */
     r = t->lead_bytes / (t->lead_s - t->rtt_s);
   } else {

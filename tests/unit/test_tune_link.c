@@ -54,6 +54,9 @@ TEST(estimate_survives_a_delayed_lead) {
   t.lead_s += 0.005;
   ASSERT_EQ(tutti__link_estimate(&t, &alpha, &bps, why, sizeof why), 0);
   ASSERT(near(bps, 0.119e9, 0.05));
+  t.lead_s += 0.030; /* longer than the long transfer: no difference at all */
+  ASSERT_EQ(tutti__link_estimate(&t, &alpha, &bps, why, sizeof why), 0);
+  ASSERT(near(bps, 0.119e9, 0.05));
 }
 
 /* A slow link times the lead alone: its rate less a round trip. */
@@ -66,8 +69,7 @@ TEST(estimate_of_a_slow_link) {
   ASSERT(near(bps, 1e6, 1e-9));
 }
 
-/* Nothing timed, more bytes no slower, or a transfer no slower than a ping: refused with a
- * reason, no figures. */
+/* Nothing timed, or transfers no slower than a ping: refused with a reason, no figures. */
 TEST(estimate_refuses_nonsense) {
   double alpha, bps;
   char why[200] = "";
@@ -76,7 +78,8 @@ TEST(estimate_refuses_nonsense) {
   ASSERT(why[0] != '\0');
   ASSERT(alpha == 0 && bps == 0);
   t = times_of(30e-6, 1e9, 0);
-  t.long_s = t.lead_s;
+  t.long_s = t.rtt_s;
+  t.lead_s = t.rtt_s / 2;
   why[0] = '\0';
   ASSERT_EQ(tutti__link_estimate(&t, &alpha, &bps, why, sizeof why), -1);
   ASSERT(strstr(why, "no longer") != NULL);
