@@ -44,7 +44,7 @@ enum { OP_END = 0, OP_PING = 1, OP_DATA = 2 };
 typedef struct hdr {
   uint32_t op;
   uint32_t pad;
-  uint64_t lead, body;
+  uint64_t bytes; /* OP_DATA: what follows */
 } hdr_t;
 
 /* The first rank whose host is not rank 0's, or -1 (one host). */
@@ -75,13 +75,13 @@ static tutti_result_t answer(struct tutti_comm *comm, int64_t deadline) {
     if ((res = xfer(comm, 0, 0, &h, sizeof h, deadline)) != TUTTI_SUCCESS) break;
     if (h.op == OP_END) break;
     if (h.op == OP_DATA) {
-      if (h.lead > 2 * MAX_BYTES || h.body > 0) {
+      if (h.bytes > 2 * MAX_BYTES) {
         res = tutti__error(comm, TUTTI_ERR_INTERNAL, "measuring the link to rank 0: rank 0 "
-                           "announced %llu + %llu bytes, more than the measurement sends",
-                           (unsigned long long)h.lead, (unsigned long long)h.body);
+                           "announced %llu bytes, more than the measurement sends",
+                           (unsigned long long)h.bytes);
         break;
       }
-      size_t need = (size_t)(h.lead + h.body);
+      size_t need = (size_t)h.bytes;
       if (need > cap) {
         free(buf);
         cap = need;
@@ -102,7 +102,7 @@ static tutti_result_t answer(struct tutti_comm *comm, int64_t deadline) {
 /* Rank 0: one exchange of bytes (0: a ping), timed from the header to the reply. */
 static tutti_result_t timed(struct tutti_comm *comm, int peer, char *buf, size_t bytes,
                             int64_t deadline, double *s) {
-  hdr_t h = {bytes ? OP_DATA : OP_PING, 0, bytes, 0};
+  hdr_t h = {bytes ? OP_DATA : OP_PING, 0, bytes};
   uint64_t ack;
   int64_t t0 = tutti__now_ns();
   tutti_result_t res = xfer(comm, 1, peer, &h, sizeof h, deadline);
@@ -159,7 +159,7 @@ tutti_result_t tutti__link_measure(struct tutti_comm *comm, tutti_model_t *m, in
 
   /* Rank 0. Figures given (a file, TUTTI_TUNE_NET) or measuring turned off: nothing to do
    * but release the partner. */
-  hdr_t end = {OP_END, 0, 0, 0};
+  hdr_t end = {OP_END, 0, 0};
   if (!go || m->net_bps > 0 || !comm->cfg.tune_net)
     return xfer(comm, 1, peer, &end, sizeof end, deadline);
   int64_t t0 = tutti__now_ns();
