@@ -67,4 +67,17 @@ tutti_result_t tutti__hier_reduce_slices(struct tutti_comm *comm, const tutti_co
                                          tutti_hier_t *h, char *w, char *tmp,
                                          tutti_hier_slice_fn done, void *ctx);
 
+/* The all-reduce's latency path (hier_small.c): local ranks hand their vector to their
+ * host's leader (local rank 0), the leaders exchange their hosts' sums all to all in one
+ * network round and each folds them in host order, and the leaders hand the result back.
+ * Taken when tutti__hier_small says so: at most TUTTI_HIER_SMALL_BYTES, where each leader
+ * sending the whole vector to every other costs less than the ring phases' 2(L-1) + 2(H-1)
+ * steps, and at most TUTTI_HIER_SMALL_HOSTS hosts, where H-1 messages per leader stay one
+ * round. Depends only on the call's size and the topology: every rank decides alike. */
+#define TUTTI_HIER_SMALL_BYTES 4096
+#define TUTTI_HIER_SMALL_HOSTS 16
+int tutti__hier_small(const tutti_hier_t *h, size_t bytes);
+tutti_result_t tutti__hier_small_allreduce(struct tutti_comm *comm, const tutti_coll_args_t *a,
+                                           tutti_hier_t *h);
+
 #endif

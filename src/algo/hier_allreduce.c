@@ -28,9 +28,10 @@ static tutti_result_t run(struct tutti_comm *comm, const tutti_coll_args_t *a, t
 }
 
 tutti_result_t tutti__hier_allreduce(struct tutti_comm *comm, const tutti_coll_args_t *a) {
-  void *tmp;
-  TRY(tutti__scratch(comm, tutti__chunk_elems(comm, a->esize) * a->esize, &tmp));
   tutti_hier_t h;
   TRY(tutti__hier_begin(comm, &h));
+  if (tutti__hier_small(&h, a->count * a->esize)) return tutti__hier_small_allreduce(comm, a, &h);
+  void *tmp;
+  TRY(tutti__scratch(comm, tutti__chunk_elems(comm, a->esize) * a->esize, &tmp));
   return run(comm, a, &h, tmp);
 }
