@@ -80,4 +80,12 @@ int tutti__hier_small(const tutti_hier_t *h, size_t bytes);
 tutti_result_t tutti__hier_small_allreduce(struct tutti_comm *comm, const tutti_coll_args_t *a,
                                            tutti_hier_t *h);
 
+/* The all-reduce's bandwidth path (hier_pipe.c): the vector in tutti__hier_pipe_pieces
+ * pieces, each through a local ring reduce-scatter, direct reduce-scatter and all-gather
+ * across the hosts (one rank per host per slice), and a local ring all-gather, with piece
+ * k's cross-host phase in flight while the local phases of pieces k+1 and k-1 run. */
+int tutti__hier_pipe_pieces(size_t bytes);
+tutti_result_t tutti__hier_pipe_allreduce(struct tutti_comm *comm, const tutti_coll_args_t *a,
+                                          tutti_hier_t *h);
+
 #endif
