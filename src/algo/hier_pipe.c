@@ -24,15 +24,7 @@
 #include "algo/patterns.h"
 #include "kernels/kernels.h"
 
-/* Pieces: none below TUTTI_HIER_PIECE_MIN bytes, at most TUTTI_HIER_PIECES. */
-#define TUTTI_HIER_PIECE_MIN (256 * 1024)
-#define TUTTI_HIER_PIECES 8
-
-/* One direction of a member's exchange with another member: a send and a receive. */
-typedef struct {
-  tutti_xfer_t send, recv;
-  unsigned char sent, received;
-} pair_t;
+typedef tutti_hier_pair_t pair_t;
 
 typedef struct {
   struct tutti_comm *comm;
@@ -111,12 +103,8 @@ static tutti_result_t post_reduce_scatter(pipe_t *s, int p) {
 }
 
 static tutti_result_t wait_pairs(pipe_t *s, pair_t *x) {
-  for (int i = 0; i < s->ncover * s->h->nhosts; i++) {
-    if (i % s->h->nhosts == s->h->host) continue;
-    if (x[i].received) TRY(tutti__wait(s->comm, &x[i].recv, s->a->deadline));
-    if (x[i].sent) TRY(tutti__wait(s->comm, &x[i].send, s->a->deadline));
-  }
-  return TUTTI_SUCCESS;
+  return tutti__hier_wait_pairs(s->comm, x, (size_t)s->ncover * (size_t)s->h->nhosts,
+                                s->a->deadline);
 }
 
 /* Completes piece p's reduce-scatter (this member's blocks folded here, their only place,
@@ -155,11 +143,6 @@ static tutti_result_t fold_and_post_allgather(pipe_t *s, int p) {
   return TUTTI_SUCCESS;
 }
 
-int tutti__hier_pipe_pieces(size_t bytes) {
-  size_t p = bytes / TUTTI_HIER_PIECE_MIN;
-  return p < 1 ? 1 : p > TUTTI_HIER_PIECES ? TUTTI_HIER_PIECES : (int)p;
-}
-
 tutti_result_t tutti__hier_pipe_allreduce(struct tutti_comm *comm, const tutti_coll_args_t *a,
                                           tutti_hier_t *h) {
   pipe_t s = {comm, a, h, 0, 0, a->esize, 0, a->recvbuf, NULL, {NULL, NULL}, {NULL, NULL},
@@ -177,6 +160,7 @@ tutti_result_t tutti__hier_pipe_allreduce(struct tutti_comm *comm, const tutti_c
   char *scratch;
   TRY(tutti__scratch(comm, pair_bytes + 2 * in_bytes + tmp_bytes, (void **)&scratch));
   pair_t *pairs = (pair_t *)scratch;
+  memset(pairs, 0, 4 * npairs * sizeof(pair_t));
   for (int i = 0; i < 2; i++) {
     s.rs[i] = pairs + (size_t)i * npairs;
     s.ag[i] = pairs + (size_t)(2 + i) * npairs;
