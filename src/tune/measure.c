@@ -1,6 +1,7 @@
 /*
  * Measuring the memory side of the machine: cache sizes, copy and reduce bandwidth in and
- * out of cache, and the kernel's single copy (process_vm_readv). Each figure is the best of
+ * out of cache, and the cost of one call of the kernel's single copy (its bandwidth:
+ * measure_cma.c). Each figure is the best of
  * a few short repetitions: on a shared machine the best is the one least disturbed by the
  * other jobs, which is what the model wants (it orders algorithms; it does not predict the
  * neighbours).
@@ -137,13 +138,9 @@ int tutti__measure_memory(tutti_model_t *m) {
     /* Two passes each over memory: the better one is the one the neighbours disturbed less. */
     m->copy_mem_bps = rate((double)big, best_pass(OP_COPY, dst, src, big, 2, 0));
     m->reduce_mem_bps = rate((double)big, best_pass(OP_REDUCE, dst, src, big, 2, 0));
-    /* Reading this process through the kernel's single copy takes the path a peer's read
-     * does (page walk, pinning, copy); where it is refused, the model keeps its fallback. */
-    double cma = best_pass(OP_CMA, dst, src, big, 2, 0);
-    if (cma > 0) {
-      m->cma_bps = rate((double)big, cma);
-      m->cma_call_s = best_pass(OP_CMA, dst, src, 8, 5, 20000);
-    }
+    m->cma_call_s = best_pass(OP_CMA, dst, src, 8, 5, 20000);
+    if (m->cma_call_s < 0) m->cma_call_s = 0; /* refused: the model keeps its fallbacks */
+    else tutti__measure_cma(m); /* measure_cma.c; where it fails cma keeps its fallback */
   }
   if (src) munmap(src, big);
   if (dst) munmap(dst, big);
