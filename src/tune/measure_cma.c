@@ -11,7 +11,8 @@
  * So the figure is per reader with two readers at once, each on its own CPU, each copying its
  * own small buffer (twice L2, 1-4 MiB) flushed from the caches before each pass: small,
  * because faulting in ordinary pages costs about a millisecond per MiB. Two threads of one
- * process stand in for two ranks (measure_sync.c says why).
+ * process stand in for two ranks (measure_sync.c says why). A pass is timed in the thread's
+ * CPU time (the kernel's copy included), as measure.c's are.
  */
 #include <pthread.h>
 #include <sched.h>
@@ -20,6 +21,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -42,6 +44,12 @@ int tutti__measure_flush(const char *p, size_t bytes) {
   (void)bytes;
   return -1;
 #endif
+}
+
+int64_t tutti__measure_cpu_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 /* One reader: its buffers, and the time of each pass (-1: not run). */
@@ -72,9 +80,9 @@ static void *map_plain(size_t bytes) {
 /* One pass of reader r: seconds, or -1 when the kernel refused. */
 static double pass(reader_t *r) {
   struct iovec l = {r->dst, r->bytes}, s = {r->src, r->bytes};
-  int64_t t0 = tutti__now_ns();
+  int64_t t0 = tutti__measure_cpu_ns();
   if (process_vm_readv(getpid(), &l, 1, &s, 1, 0) != (ssize_t)r->bytes) return -1;
-  return (double)(tutti__now_ns() - t0) / 1e9;
+  return (double)(tutti__measure_cpu_ns() - t0) / 1e9;
 }
 
 /* Spins until *w >= val (yielding now and then: on a busy machine the other side may need

@@ -11,6 +11,7 @@
 #define TUTTI_TUNE_MODEL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "tutti.h"
 
@@ -102,6 +103,9 @@ int tutti__measure_cma(tutti_model_t *m);
 int tutti__measure_other_cpu(void);
 void tutti__measure_pin(int cpu);
 int tutti__measure_flush(const char *p, size_t bytes);
+/* This thread's CPU time in nanoseconds (user and kernel): what the bandwidth passes are
+ * timed in, so preemption by other jobs does not count against the machine. */
+int64_t tutti__measure_cpu_ns(void);
 
 /* ---- table.c: the text form ------------------------------------------------------------ */
 
