@@ -144,7 +144,7 @@ int tutti__measure_memory(tutti_model_t *m) {
     m->reduce_mem_bps = rate((double)big, best_pass(OP_REDUCE, dst, src, big, 2, 0));
     m->cma_call_s = best_pass(OP_CMA, dst, src, 8, 5, 20000);
     if (m->cma_call_s < 0) m->cma_call_s = 0; /* refused: the model keeps its fallbacks */
-    else tutti__measure_cma(m); /* measure_cma.c; where it fails cma keeps its fallback */
+    else tutti__measure_cma(m, dst, src); /* where it fails, cma keeps its fallback */
   }
   if (src) munmap(src, big);
   if (dst) munmap(dst, big);

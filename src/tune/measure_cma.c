@@ -9,8 +9,9 @@
  * with what the cma all-gather achieved (8 MiB per rank in 2.26 ms at n = 2: 3.7 GB/s).
  *
  * So the figure is per reader with two readers at once, each on its own CPU, each copying its
- * own small buffer (twice L2, 1-4 MiB) flushed from the caches before each pass: small,
- * because faulting in ordinary pages costs about a millisecond per MiB. Two threads of one
+ * own buffer of 1 MiB (256 ordinary pages) into the caller's (whose pages do not matter: the
+ * kernel pins only the source), both flushed from the caches before each pass: small, because
+ * faulting in ordinary pages costs about a millisecond per MiB under load. Two threads of one
  * process stand in for two ranks (measure_sync.c says why). A pass is timed in the thread's
  * CPU time (the kernel's copy included), as measure.c's are.
  */
@@ -32,6 +33,7 @@
 #include "tune/model.h"
 
 #define PASSES 3
+#define CMA_BYTES ((size_t)1 << 20)
 #define WAIT_NS 20000000 /* a partner not scheduled within 20 ms: give up (busy machine) */
 
 int tutti__measure_flush(const char *p, size_t bytes) {
@@ -147,11 +149,8 @@ static double run_alone(reader_t *r) {
   return best > 0 ? (double)r->bytes / best : 0;
 }
 
-int tutti__measure_cma(tutti_model_t *m) {
-  size_t l2 = m->l2_bytes ? m->l2_bytes : (size_t)512 << 10;
-  size_t bytes = 2 * l2 < ((size_t)1 << 20) ? (size_t)1 << 20
-                 : 2 * l2 > ((size_t)4 << 20) ? (size_t)4 << 20
-                                              : 2 * l2;
+int tutti__measure_cma(tutti_model_t *m, char *dst0, char *dst1) {
+  size_t bytes = CMA_BYTES;
   cma_pair_t *p = aligned_alloc(64, sizeof *p);
   if (!p) return -1;
   memset(p, 0, sizeof *p);
@@ -160,18 +159,16 @@ int tutti__measure_cma(tutti_model_t *m) {
   for (int i = 0; i < nr; i++) {
     p->r[i].bytes = bytes;
     p->r[i].src = map_plain(bytes);
-    p->r[i].dst = map_plain(bytes);
+    p->r[i].dst = i ? dst1 : dst0;
     for (int k = 0; k < PASSES; k++) p->r[i].s[k] = -1;
-    ok = ok && p->r[i].src && p->r[i].dst;
+    ok = ok && p->r[i].src;
   }
   double bps = 0;
   if (ok) bps = nr == 2 ? run_pair(p) : run_alone(&p->r[0]);
   /* A partner never scheduled in time measured the neighbours: one reader's figure then. */
   if (ok && bps <= 0 && nr == 2) bps = run_alone(&p->r[0]);
-  for (int i = 0; i < nr; i++) {
+  for (int i = 0; i < nr; i++)
     if (p->r[i].src) munmap(p->r[i].src, bytes);
-    if (p->r[i].dst) munmap(p->r[i].dst, bytes);
-  }
   free(p);
   if (bps <= 0) return -1;
   m->cma_bps = bps;

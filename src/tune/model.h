@@ -94,9 +94,10 @@ void tutti__measure_caches(tutti_model_t *m);
 int tutti__measure_memory(tutti_model_t *m);
 int tutti__measure_threads(tutti_model_t *m);
 int tutti__measure_tcp(tutti_model_t *m);
-/* The single copy's bandwidth per reader with two readers at once (measure_cma.c): fills
- * cma_bps, or returns -1 and leaves it. tutti__measure_memory runs it where the copy works. */
-int tutti__measure_cma(tutti_model_t *m);
+/* The single copy's bandwidth per reader with two readers at once (measure_cma.c), copying
+ * into dst0 and dst1 (1 MiB each, distinct): fills cma_bps, or returns -1 and leaves it.
+ * tutti__measure_memory runs it where the copy works. */
+int tutti__measure_cma(tutti_model_t *m, char *dst0, char *dst1);
 /* Helpers of the measurements: a CPU this process may run on other than the current one, or
  * -1; pinning the calling thread to cpu (nothing for -1); evicting a buffer from every cache
  * level (0, or -1 where the architecture has no user-mode flush). */
