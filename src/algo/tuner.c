@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "algo/hier.h"
 #include "algo/patterns.h"
 #include "algo/tuner.h"
 #include "core/topo.h"
@@ -227,6 +228,10 @@ double tutti__cost_hier(const tutti_tune_query_t *q, const tutti_cost_params_t *
   double ib = sl / H, ki = chunks(ib, C); /* an index group's block */
   switch (q->coll) {
   case TUTTI_COLL_ALLREDUCE:
+    /* hier_small.c: to the leader, the leaders all to all in one round, back. */
+    if (q->bytes <= TUTTI_HIER_SMALL_BYTES && q->nhosts <= TUTTI_HIER_SMALL_HOSTS)
+      return 2 * s.alpha + 2 * (L - 1) * m * s.beta_copy + (L + H - 2) * m * s.beta_reduce +
+             c->alpha + (H - 1) * m * c->beta_copy;
     return (L - 1) * (2 * kl * s.alpha + sl * (2 * s.beta_copy + s.beta_reduce)) +
            (H - 1) * (2 * ki * c->alpha + ib * (2 * L * c->beta_copy + c->beta_reduce));
   case TUTTI_COLL_ALLGATHER: /* m: the result; each rank's block m/n */
