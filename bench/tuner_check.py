@@ -10,6 +10,12 @@ size). Writes a markdown report (default bench/results/tuner.md) and prints it.
 
 Environment: ROUNDS=3, NS="2 4", SIZES=8,1k,64k,1M,16M,64M,
 COLLS=allreduce,allgather,reduce_scatter,broadcast, BUILD=build, OUT=bench/results/tuner.md.
+
+BASE=DIR (another build tree, e.g. of the main branch) also runs that build's auto in every
+round, alternating with the others, and scores its picks against the same forced times: a
+before/after comparison of two tuners in one run (the forced algorithms run from BUILD).
+BASE_XDG_CACHE_HOME gives that build its own machine cache (two builds whose cache keys
+differ would otherwise measure again at every start, each overwriting the other's file).
 """
 import json
 import os
@@ -24,15 +30,21 @@ NS = [int(x) for x in os.environ.get("NS", "2 4").split()]
 SIZES = os.environ.get("SIZES", "8,1k,64k,1M,16M,64M")
 COLLS = os.environ.get("COLLS", "allreduce,allgather,reduce_scatter,broadcast").split(",")
 OUT = os.environ.get("OUT", "bench/results/tuner.md")
-RUN = os.path.join(BUILD, "bin", "tutti-run")
-BENCH = os.path.join(BUILD, "bin", "tutti-bench")
 INFO = os.path.join(BUILD, "bin", "tutti-info")
+BASE = os.environ.get("BASE", "")
 
 
-def explain(coll, size, n, algo):
+def base_env(env, build):
+    if build == BASE and os.environ.get("BASE_XDG_CACHE_HOME"):
+        env["XDG_CACHE_HOME"] = os.environ["BASE_XDG_CACHE_HOME"]
+    return env
+
+
+def explain(coll, size, n, algo, build=BUILD):
     """(candidate algorithms implementing coll, the pick) from tutti-info --explain."""
-    env = dict(os.environ, TUTTI_ALGO=algo)
-    out = subprocess.run([INFO, "--explain", coll, str(size), str(n)], env=env,
+    env = base_env(dict(os.environ, TUTTI_ALGO=algo), build)
+    info = os.path.join(build, "bin", "tutti-info")
+    out = subprocess.run([info, "--explain", coll, str(size), str(n)], env=env,
                          capture_output=True, text=True, check=True).stdout
     cands, pick, in_table = [], None, False
     for line in out.splitlines():
@@ -47,10 +59,11 @@ def explain(coll, size, n, algo):
     return cands, pick
 
 
-def run_bench(coll, n, algo):
+def run_bench(coll, n, algo, build=BUILD):
     """{size: out-of-place time in us} of one tutti-bench run with TUTTI_ALGO=algo."""
-    env = dict(os.environ, TUTTI_ALGO=algo, TUTTI_TRANSPORT="shm")
-    cmd = [RUN, "-n", str(n), BENCH, coll, "--sizes", SIZES, "--outofplace", "--json", "-c", "0"]
+    env = base_env(dict(os.environ, TUTTI_ALGO=algo, TUTTI_TRANSPORT="shm"), build)
+    run, bench = os.path.join(build, "bin", "tutti-run"), os.path.join(build, "bin", "tutti-bench")
+    cmd = [run, "-n", str(n), bench, coll, "--sizes", SIZES, "--outofplace", "--json", "-c", "0"]
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
     if p.returncode != 0:
         sys.exit(f"tuner_check: {' '.join(cmd)} (TUTTI_ALGO={algo}) failed:\n{p.stdout}{p.stderr}")
@@ -64,7 +77,8 @@ def run_bench(coll, n, algo):
 
 
 def main():
-    rows, hits, cells = [], 0, 0
+    rows, hits, cells, base_rows, base_hits = [], 0, 0, [], 0
+    picked_hits, base_picked = 0, 0
     t0 = time.time()
     for n in NS:
         for coll in COLLS:
@@ -74,17 +88,19 @@ def main():
             # Which forced algorithms really run at each size.
             runs_at = {a: {s for s in real if explain(coll, s, n, a)[1] == a} for a in cands}
             algos = [a for a in cands if runs_at[a]]
-            samples = {a: {} for a in ["auto"] + algos}
+            autos = ["auto"] + (["auto@base"] if BASE else [])
+            samples = {a: {} for a in autos + algos}
             for _ in range(ROUNDS):
-                for a in ["auto"] + algos:
-                    for s, t in run_bench(coll, n, a).items():
+                for a in autos + algos:
+                    b = BASE if a == "auto@base" else BUILD
+                    for s, t in run_bench(coll, n, a.split("@")[0], b).items():
                         samples[a].setdefault(s, []).append(t)
             for s in real:
                 med = {a: statistics.median(v[s]) for a, v in samples.items()
-                       if s in v and (a == "auto" or s in runs_at[a])}
+                       if s in v and (a.startswith("auto") or s in runs_at[a])}
                 if "auto" not in med or len(med) < 2:
                     continue
-                forced = {a: t for a, t in med.items() if a != "auto"}
+                forced = {a: t for a, t in med.items() if not a.startswith("auto")}
                 best = min(forced, key=forced.get)
                 pick = explain(coll, s, n, "auto")[1]
                 ratio = med["auto"] / forced[best]
@@ -93,9 +109,23 @@ def main():
                 cells += 1
                 others = ", ".join(f"{a} {t:.3g}" for a, t in sorted(forced.items(),
                                                                       key=lambda x: x[1]))
+                # The pick's own forced time over the best: the same comparison without the
+                # noise of a separate auto run (on a loaded machine the two runs of one
+                # algorithm differ by up to 4x).
+                pf = f"{forced[pick] / forced[best]:.2f}" if pick in forced else "-"
+                picked_hits += pick in forced and forced[pick] / forced[best] <= 1.10
                 rows.append(f"| {coll} | {n} | {s} | {pick} | {med['auto']:.3g} | {best} | "
                             f"{forced[best]:.3g} | {ratio:.2f} | {'**hit**' if hit else 'miss'} "
-                            f"| {others} |")
+                            f"| {pf} | {others} |")
+                if "auto@base" in med:
+                    bpick = explain(coll, s, n, "auto", BASE)[1]
+                    bratio = med["auto@base"] / forced[best]
+                    base_hits += bratio <= 1.10
+                    bpf = f"{forced[bpick] / forced[best]:.2f}" if bpick in forced else "-"
+                    base_picked += bpick in forced and forced[bpick] / forced[best] <= 1.10
+                    base_rows.append(f"| {coll} | {n} | {s} | {bpick} | {med['auto@base']:.3g} "
+                                     f"| {bratio:.2f} | {'**hit**' if bratio <= 1.10 else 'miss'} "
+                                     f"| {bpf} | {pick} | {ratio:.2f} | {pf} |")
     head = [
         "# Tuner pick against the best forced algorithm",
         "",
@@ -104,11 +134,21 @@ def main():
         f"tutti-bench times (us). Sizes {SIZES}, n in {NS}; sweep {time.time() - t0:.0f} s; "
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.",
         "",
-        f"**{hits} of {cells} cells within 10%** (auto time / best forced time <= 1.10).",
+        f"**{hits} of {cells} cells within 10%** (auto time / best forced time <= 1.10); "
+        f"the pick's own forced time within 10% of the best in {picked_hits} of {cells}.",
         "",
-        "| collective | n | bytes | pick | auto us | best | best us | auto/best | result | all forced (us) |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| collective | n | bytes | pick | auto us | best | best us | auto/best | result "
+        "| pick forced/best | all forced (us) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
+    if BASE:
+        head[-3:-3] = [
+            f"Base build {BASE} (its auto alternating with the others, scored against the same "
+            f"forced times): **{base_hits} of {cells} cells within 10%**; its pick's own forced "
+            f"time within 10% in {base_picked}.", "",
+            "| collective | n | bytes | base pick | base auto us | base/best | base "
+            "| base pick forced/best | pick | auto/best | pick forced/best |",
+            "|---|---|---|---|---|---|---|---|---|---|---|"] + base_rows + [""]
     text = "\n".join(head + rows) + "\n"
     os.makedirs(os.path.dirname(OUT) or ".", exist_ok=True)
     with open(OUT, "w") as f:

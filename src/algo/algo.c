@@ -71,7 +71,7 @@ static const tutti_algo_t algos[] = {
       [TUTTI_COLL_REDUCE_SCATTER] = tutti__det_reduce_scatter,
       [TUTTI_COLL_REDUCE_SCATTERV] = tutti__det_reduce_scatterv,
       [TUTTI_COLL_REDUCE] = tutti__det_reduce},
-     NULL, 0, 0},
+     tutti__cost_det, 0, 0},
     {"hier",
      "hierarchical, for ranks on several hosts: the ranks of each host reduce-scatter, then "
      "one rank per host for each local index works across the hosts (all local ranks at "

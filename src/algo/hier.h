@@ -49,9 +49,28 @@ void tutti__hier_local_slices(tutti_hier_t *h, size_t count, tutti_ring_layout_t
  * blocks of rank (host g, index j) for each index j that i covers and each host g that has a
  * rank j. Together the positions hold every rank's block once. */
 void tutti__hier_local_blocks(tutti_hier_t *h, size_t per, tutti_ring_layout_t *l);
+/* The same for part of each rank block: len elements from off within it. */
+void tutti__hier_local_block_parts(tutti_hier_t *h, size_t per, size_t off, size_t len,
+                                   tutti_ring_layout_t *l);
 /* Index-j layout of rank blocks: host g's block is rank (g, j)'s, empty where g has no
  * rank j. */
 void tutti__hier_index_blocks(tutti_hier_t *h, int j, size_t per, tutti_ring_layout_t *l);
+
+/* A transfer each way with one peer, and whether each was posted. The pipelined forms
+ * (hier_pipe.c, hier_allgather.c, hier_reduce_scatter.c) post their cross-host exchanges
+ * as arrays of these, to complete them later while local phases run. */
+typedef struct tutti_hier_pair {
+  tutti_xfer_t send, recv;
+  unsigned char sent, received;
+} tutti_hier_pair_t;
+/* Completes every posted transfer of the n pairs at x, and marks them not posted. */
+tutti_result_t tutti__hier_wait_pairs(struct tutti_comm *comm, tutti_hier_pair_t *x, size_t n,
+                                      int64_t deadline);
+/* Pieces a pipelined form cuts bytes into: none below TUTTI_HIER_PIECE_MIN, at most
+ * TUTTI_HIER_PIECES. Depends on bytes only: every rank cuts alike. */
+#define TUTTI_HIER_PIECE_MIN (256 * 1024)
+#define TUTTI_HIER_PIECES 8
+int tutti__hier_pipe_pieces(size_t bytes);
 
 /* What a reduction does with slice j once its index group has reduce-scattered it (this
  * member's piece of its len elements holds the sum over every rank): all-gather it back, or
@@ -66,5 +85,25 @@ typedef tutti_result_t (*tutti_hier_slice_fn)(struct tutti_comm *comm, const tut
 tutti_result_t tutti__hier_reduce_slices(struct tutti_comm *comm, const tutti_coll_args_t *a,
                                          tutti_hier_t *h, char *w, char *tmp,
                                          tutti_hier_slice_fn done, void *ctx);
+
+/* The all-reduce's latency path (hier_small.c): local ranks hand their vector to their
+ * host's leader (local rank 0), the leaders exchange their hosts' sums all to all in one
+ * network round and each folds them in host order, and the leaders hand the result back.
+ * Taken when tutti__hier_small says so: at most TUTTI_HIER_SMALL_BYTES, where each leader
+ * sending the whole vector to every other costs less than the ring phases' 2(L-1) + 2(H-1)
+ * steps, and at most TUTTI_HIER_SMALL_HOSTS hosts, where H-1 messages per leader stay one
+ * round. Depends only on the call's size and the topology: every rank decides alike. */
+#define TUTTI_HIER_SMALL_BYTES 4096
+#define TUTTI_HIER_SMALL_HOSTS 16
+int tutti__hier_small(const tutti_hier_t *h, size_t bytes);
+tutti_result_t tutti__hier_small_allreduce(struct tutti_comm *comm, const tutti_coll_args_t *a,
+                                           tutti_hier_t *h);
+
+/* The all-reduce's bandwidth path (hier_pipe.c): the vector in tutti__hier_pipe_pieces
+ * pieces, each through a local ring reduce-scatter, direct reduce-scatter and all-gather
+ * across the hosts (one rank per host per slice), and a local ring all-gather, with piece
+ * k's cross-host phase in flight while the local phases of pieces k+1 and k-1 run. */
+tutti_result_t tutti__hier_pipe_allreduce(struct tutti_comm *comm, const tutti_coll_args_t *a,
+                                          tutti_hier_t *h);
 
 #endif

@@ -63,6 +63,11 @@ void tutti__hier_local_slices(tutti_hier_t *h, size_t count, tutti_ring_layout_t
 }
 
 void tutti__hier_local_blocks(tutti_hier_t *h, size_t per, tutti_ring_layout_t *l) {
+  tutti__hier_local_block_parts(h, per, 0, per, l);
+}
+
+void tutti__hier_local_block_parts(tutti_hier_t *h, size_t per, size_t off, size_t len,
+                                   tutti_ring_layout_t *l) {
   int k = h->nlocal, s = 0;
   segmented(h, k, l);
   for (int i = 0; i < k; i++) {
@@ -70,7 +75,7 @@ void tutti__hier_local_blocks(tutti_hier_t *h, size_t per, tutti_ring_layout_t *
     for (int j = i; j < h->max_local; j += k)
       for (int g = 0; g < h->nhosts; g++)
         if (j < tutti__topo_nlocal(h->t, g))
-          h->segs[s++] = (tutti_seg_t){(size_t)tutti__topo_rank(h->t, g, j) * per, per};
+          h->segs[s++] = (tutti_seg_t){(size_t)tutti__topo_rank(h->t, g, j) * per + off, len};
   }
   h->seg_first[k] = s;
 }
@@ -113,4 +118,19 @@ tutti_result_t tutti__hier_reduce_slices(struct tutti_comm *comm, const tutti_co
     TRY(done(comm, a, &g, slice, len, ctx));
   }
   return TUTTI_SUCCESS;
+}
+
+tutti_result_t tutti__hier_wait_pairs(struct tutti_comm *comm, tutti_hier_pair_t *x, size_t n,
+                                      int64_t deadline) {
+  for (size_t i = 0; i < n; i++) {
+    if (x[i].received) TRY(tutti__wait(comm, &x[i].recv, deadline));
+    if (x[i].sent) TRY(tutti__wait(comm, &x[i].send, deadline));
+    x[i].received = x[i].sent = 0;
+  }
+  return TUTTI_SUCCESS;
+}
+
+int tutti__hier_pipe_pieces(size_t bytes) {
+  size_t p = bytes / TUTTI_HIER_PIECE_MIN;
+  return p < 1 ? 1 : p > TUTTI_HIER_PIECES ? TUTTI_HIER_PIECES : (int)p;
 }

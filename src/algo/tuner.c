@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "algo/hier.h"
 #include "algo/patterns.h"
 #include "algo/tuner.h"
 #include "core/topo.h"
@@ -168,9 +169,12 @@ double tutti__cost_rd(const tutti_tune_query_t *q, const tutti_cost_params_t *c)
     return log2_floor(q->nranks) *
                (c->alpha + unpipelined(q, m) * m * (c->beta_copy + c->beta_reduce)) +
            fold_cost(q, c, m);
-  case TUTTI_COLL_ALLGATHER: /* Bruck: ceil(log2 n) steps, (n-1)/n of the result received */
-    return log2_ceil(q->nranks) * c->alpha +
-           unpipelined(q, m / 2) * (n - 1) / n * m * c->beta_copy;
+  case TUTTI_COLL_ALLGATHER:
+    /* Bruck: ceil(log2 n) steps, (n-1)/n of the result received. No UNPIPELINED factor:
+     * blocks are received straight into their final places and nothing is combined, so no
+     * byte is written to memory and read back (the n = 2 and 4 sweep of tuner_0557 had it
+     * at 0.86-1.07x the ring's time from 1 to 64 MiB, where the factor said 1.5x). */
+    return log2_ceil(q->nranks) * c->alpha + (n - 1) / n * m * c->beta_copy;
   default: return -1;
   }
 }
@@ -228,6 +232,10 @@ double tutti__cost_hier(const tutti_tune_query_t *q, const tutti_cost_params_t *
   double ib = sl / H, ki = chunks(ib, C); /* an index group's block */
   switch (q->coll) {
   case TUTTI_COLL_ALLREDUCE:
+    /* hier_small.c: to the leader, the leaders all to all in one round, back. */
+    if (q->bytes <= TUTTI_HIER_SMALL_BYTES && q->nhosts <= TUTTI_HIER_SMALL_HOSTS)
+      return 2 * s.alpha + 2 * (L - 1) * m * s.beta_copy + (L + H - 2) * m * s.beta_reduce +
+             c->alpha + (H - 1) * m * c->beta_copy;
     return (L - 1) * (2 * kl * s.alpha + sl * (2 * s.beta_copy + s.beta_reduce)) +
            (H - 1) * (2 * ki * c->alpha + ib * (2 * L * c->beta_copy + c->beta_reduce));
   case TUTTI_COLL_ALLGATHER: /* m: the result; each rank's block m/n */
@@ -313,6 +321,28 @@ double tutti__cost_oneshot(const tutti_tune_query_t *q, const tutti_cost_params_
   case TUTTI_COLL_ALLGATHER: return base + (n - 1) * m / n * o.beta_peer;
   case TUTTI_COLL_BROADCAST: return base + m * o.beta_peer + (n - 2) * o.bcast_lag;
   case TUTTI_COLL_BARRIER: return base;
+  default: return -1;
+  }
+}
+
+/*
+ * Deterministic (deterministic.c): per chunk, each block's owner posts the n-1 receives of
+ * its pieces and the n-1 sends of the others' at once (the first message a step, each
+ * further one overlapping the others: half a step, as one-shot's flags), copies its own piece
+ * into its slot (in cache) and folds all n in rank order; all-reduce then exchanges the
+ * reduced blocks in n-1 sendrecv steps. The bytes are the ring's plus that own-piece copy;
+ * the steps are fewer (k (n/2) + n - 1 against the ring's 2 (n-1) k).
+ */
+double tutti__cost_det(const tutti_tune_query_t *q, const tutti_cost_params_t *c) {
+  double n = q->nranks, m = (double)q->bytes, blk = m / n;
+  double k = chunks(blk, (double)q->chunk_bytes);
+  double own = q->model && q->model->copy_cached_bps > 0 ? 1.0 / q->model->copy_cached_bps
+                                                         : BETA_POST;
+  if (q->nranks == 1) return 0;
+  double rs = k * n / 2 * c->alpha + (n - 1) * blk * (c->beta_copy + c->beta_reduce) + blk * own;
+  switch (q->coll) {
+  case TUTTI_COLL_REDUCE_SCATTER: return rs;
+  case TUTTI_COLL_ALLREDUCE: return rs + (n - 1) * (c->alpha + blk * c->beta_copy);
   default: return -1;
   }
 }

@@ -85,6 +85,7 @@ double tutti__cost_ring(const tutti_tune_query_t *q, const tutti_cost_params_t *
 double tutti__cost_rd(const tutti_tune_query_t *q, const tutti_cost_params_t *c);
 double tutti__cost_rab(const tutti_tune_query_t *q, const tutti_cost_params_t *c);
 double tutti__cost_tree(const tutti_tune_query_t *q, const tutti_cost_params_t *c);
+double tutti__cost_det(const tutti_tune_query_t *q, const tutti_cost_params_t *c);
 double tutti__cost_oneshot(const tutti_tune_query_t *q, const tutti_cost_params_t *c);
 double tutti__cost_cma(const tutti_tune_query_t *q, const tutti_cost_params_t *c);
 double tutti__cost_hier(const tutti_tune_query_t *q, const tutti_cost_params_t *c);

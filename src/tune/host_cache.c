@@ -44,8 +44,10 @@ void tutti__host_key(char *buf, size_t len) {
     boot[strcspn(boot, "\n")] = '\0';
     fclose(f);
   }
-  snprintf(buf, len, "cpu=%s l1d=%zu l2=%zu l3=%zu kernel=%s boot=%s", cpu, m.l1d_bytes,
-           m.l2_bytes, m.l3_bytes, u.release, boot);
+  /* measure= names what the figures mean: a cache written by a build that measured
+   * differently (1: single copy from huge pages in cache) is stale. */
+  snprintf(buf, len, "cpu=%s l1d=%zu l2=%zu l3=%zu kernel=%s boot=%s measure=%d", cpu,
+           m.l1d_bytes, m.l2_bytes, m.l3_bytes, u.release, boot, TUTTI_MEASURE_VERSION);
 }
 
 int tutti__host_cache_path(char *buf, size_t len) {

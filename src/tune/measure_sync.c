@@ -60,7 +60,7 @@ static int spin_until_change(pair_t *p, atomic_int *w, int val) {
   }
 }
 
-static void pin(int cpu) {
+void tutti__measure_pin(int cpu) {
   if (cpu < 0) return;
   cpu_set_t set;
   CPU_ZERO(&set);
@@ -71,7 +71,7 @@ static void pin(int cpu) {
 /* The partner: answers each move of the main side with its own. */
 static void *partner(void *arg) {
   pair_t *p = arg;
-  pin(p->cpu);
+  tutti__measure_pin(p->cpu);
   int t = 0;
   for (;;) {
     if (p->mode == MODE_FUTEX) {
@@ -157,8 +157,7 @@ out:
   return med;
 }
 
-/* A CPU this process may run on other than the one it runs on now, or -1. */
-static int other_cpu(void) {
+int tutti__measure_other_cpu(void) {
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof set, &set) != 0 || CPU_COUNT(&set) < 2) return -1;
   int here = sched_getcpu();
@@ -171,7 +170,7 @@ int tutti__measure_threads(tutti_model_t *m) {
   pair_t *p = aligned_alloc(64, sizeof *p);
   if (!p) return -1;
   memset(p, 0, sizeof *p);
-  p->cpu = other_cpu();
+  p->cpu = tutti__measure_other_cpu();
   size_t l2 = m->l2_bytes ? m->l2_bytes : (size_t)512 << 10;
   p->buf_bytes = l2 / 8 < ((size_t)16 << 10) ? (size_t)16 << 10 : l2 / 8 > ((size_t)64 << 10)
                                                                      ? (size_t)64 << 10

@@ -11,8 +11,14 @@
 #define TUTTI_TUNE_MODEL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "tutti.h"
+
+/* What the measured figures mean (part of the host cache's key): raised whenever a figure
+ * is measured differently, so caches of older builds are measured again. 2: single copy
+ * from ordinary pages out of cache. */
+#define TUTTI_MEASURE_VERSION 2
 
 /* Where a model's numbers came from. */
 typedef enum {
@@ -49,7 +55,8 @@ typedef struct tutti_model {
    * ranks): one-way cache-line hand-off, futex wake-up, and the speed at which one reads a
    * buffer (in cache) the other just wrote. */
   double handoff_s, wake_s, xcore_bps;
-  /* process_vm_readv on this process: bytes per second out of cache, and one 8-byte call. */
+  /* process_vm_readv on this process: bytes per second from a buffer of ordinary (not huge)
+   * pages into another, both out of cache, and one 8-byte call. */
   double cma_bps, cma_call_s;
   /* TCP over loopback between two threads: one-way latency of 8 bytes, streaming speed. */
   double tcp_alpha_s, tcp_bps;
@@ -92,6 +99,19 @@ void tutti__measure_caches(tutti_model_t *m);
 int tutti__measure_memory(tutti_model_t *m);
 int tutti__measure_threads(tutti_model_t *m);
 int tutti__measure_tcp(tutti_model_t *m);
+/* The single copy's bandwidth per reader with two readers at once (measure_cma.c), copying
+ * into dst0 and dst1 (1 MiB each, distinct): fills cma_bps, or returns -1 and leaves it.
+ * tutti__measure_memory runs it where the copy works. */
+int tutti__measure_cma(tutti_model_t *m, char *dst0, char *dst1);
+/* Helpers of the measurements: a CPU this process may run on other than the current one, or
+ * -1; pinning the calling thread to cpu (nothing for -1); evicting a buffer from every cache
+ * level (0, or -1 where the architecture has no user-mode flush). */
+int tutti__measure_other_cpu(void);
+void tutti__measure_pin(int cpu);
+int tutti__measure_flush(const char *p, size_t bytes);
+/* This thread's CPU time in nanoseconds (user and kernel): what the bandwidth passes are
+ * timed in, so preemption by other jobs does not count against the machine. */
+int64_t tutti__measure_cpu_ns(void);
 
 /* ---- link.c: the link between hosts ----------------------------------------------------- */
 

@@ -1,0 +1,176 @@
+/*
+ * Measuring the kernel's single copy (process_vm_readv) as the cma algorithms meet it. In a
+ * collective every rank reads its peers at the same time, out of buffers the application
+ * allocated: ordinary pages (not huge ones, which the kernel pins and maps 512 times less
+ * often), usually out of cache. On the machine of this change (2-core AMD EPYC VM, 32 MiB L3)
+ * one thread reading a huge-page buffer through the kernel ran 10-16 GB/s, about memcpy's
+ * speed, which made the model pick cma nearly everywhere; from ordinary pages out of cache
+ * it ran 6-8 GB/s alone and 3.5-6 GB/s per thread with two threads at it at once, in line
+ * with what the cma all-gather achieved (8 MiB per rank in 2.26 ms at n = 2: 3.7 GB/s).
+ *
+ * So the figure is per reader with two readers at once, each on its own CPU, each copying its
+ * own buffer of 1 MiB (256 ordinary pages) into the caller's (whose pages do not matter: the
+ * kernel pins only the source), both flushed from the caches before each pass: small, because
+ * faulting in ordinary pages costs about a millisecond per MiB under load. Two threads of one
+ * process stand in for two ranks (measure_sync.c says why). A pass is timed in the thread's
+ * CPU time (the kernel's copy included), as measure.c's are.
+ */
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <emmintrin.h>
+#endif
+
+#include "core/internal.h"
+#include "tune/model.h"
+
+#define PASSES 3
+#define CMA_BYTES ((size_t)1 << 20)
+#define WAIT_NS 20000000 /* a partner not scheduled within 20 ms: give up (busy machine) */
+
+int tutti__measure_flush(const char *p, size_t bytes) {
+#if defined(__x86_64__) || defined(__i386__)
+  for (size_t i = 0; i < bytes; i += 64) _mm_clflush(p + i);
+  _mm_mfence();
+  return 0;
+#else
+  (void)p;
+  (void)bytes;
+  return -1;
+#endif
+}
+
+int64_t tutti__measure_cpu_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* One reader: its buffers, and the time of each pass (-1: not run). */
+typedef struct reader {
+  char *src, *dst;
+  size_t bytes;
+  double s[PASSES];
+} reader_t;
+
+typedef struct cma_pair {
+  _Alignas(64) atomic_int ready; /* passes the partner has flushed for */
+  _Alignas(64) atomic_int go;    /* passes the main side has started */
+  _Alignas(64) atomic_int stop;
+  int cpu;
+  reader_t r[2];
+} cma_pair_t;
+
+static void *map_plain(size_t bytes) {
+  void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return NULL;
+#ifdef MADV_POPULATE_WRITE
+  if (madvise(p, bytes, MADV_POPULATE_WRITE) == 0) return p;
+#endif
+  memset(p, 1, bytes);
+  return p;
+}
+
+/* One pass of reader r: seconds, or -1 when the kernel refused. */
+static double pass(reader_t *r) {
+  struct iovec l = {r->dst, r->bytes}, s = {r->src, r->bytes};
+  int64_t t0 = tutti__measure_cpu_ns();
+  if (process_vm_readv(getpid(), &l, 1, &s, 1, 0) != (ssize_t)r->bytes) return -1;
+  return (double)(tutti__measure_cpu_ns() - t0) / 1e9;
+}
+
+/* Spins until *w >= val (yielding now and then: on a busy machine the other side may need
+ * this CPU), or the deadline: 0, or -1. */
+static int wait_for(cma_pair_t *p, atomic_int *w, int val) {
+  int64_t end = tutti__now_ns() + WAIT_NS;
+  for (unsigned i = 1; atomic_load_explicit(w, memory_order_acquire) < val; i++) {
+    if (atomic_load_explicit(&p->stop, memory_order_relaxed)) return -1;
+    if (!(i & 63)) {
+      sched_yield();
+      if (tutti__now_ns() > end) return -1;
+    }
+  }
+  return 0;
+}
+
+static void *partner(void *arg) {
+  cma_pair_t *p = arg;
+  tutti__measure_pin(p->cpu);
+  for (int k = 0; k < PASSES; k++) {
+    tutti__measure_flush(p->r[1].src, p->r[1].bytes);
+    tutti__measure_flush(p->r[1].dst, p->r[1].bytes);
+    atomic_store_explicit(&p->ready, k + 1, memory_order_release);
+    if (wait_for(p, &p->go, k + 1)) break;
+    p->r[1].s[k] = pass(&p->r[1]);
+  }
+  atomic_store_explicit(&p->ready, PASSES + 1, memory_order_release);
+  return NULL;
+}
+
+/* The pair's passes; the per-reader figure of a pass is the slower reader's (a collective
+ * waits for its slowest rank). Bytes per second, or 0. */
+static double run_pair(cma_pair_t *p) {
+  pthread_t th;
+  if (pthread_create(&th, NULL, partner, p) != 0) return 0;
+  double best = -1;
+  for (int k = 0; k < PASSES; k++) {
+    tutti__measure_flush(p->r[0].src, p->r[0].bytes);
+    tutti__measure_flush(p->r[0].dst, p->r[0].bytes);
+    if (wait_for(p, &p->ready, k + 1)) break;
+    atomic_store_explicit(&p->go, k + 1, memory_order_release);
+    p->r[0].s[k] = pass(&p->r[0]);
+    /* The partner reports this pass done by being ready for the next one. */
+    if (wait_for(p, &p->ready, k + 2)) break;
+    double a = p->r[0].s[k], b = p->r[1].s[k], s = a > b ? a : b;
+    if (a > 0 && b > 0 && (best < 0 || s < best)) best = s;
+  }
+  atomic_store(&p->stop, 1);
+  pthread_join(th, NULL);
+  return best > 0 ? (double)p->r[0].bytes / best : 0;
+}
+
+/* One reader alone (no second CPU): bytes per second, or 0. */
+static double run_alone(reader_t *r) {
+  double best = -1;
+  for (int k = 0; k < PASSES; k++) {
+    tutti__measure_flush(r->src, r->bytes);
+    tutti__measure_flush(r->dst, r->bytes);
+    double s = pass(r);
+    if (s > 0 && (best < 0 || s < best)) best = s;
+  }
+  return best > 0 ? (double)r->bytes / best : 0;
+}
+
+int tutti__measure_cma(tutti_model_t *m, char *dst0, char *dst1) {
+  size_t bytes = CMA_BYTES;
+  cma_pair_t *p = aligned_alloc(64, sizeof *p);
+  if (!p) return -1;
+  memset(p, 0, sizeof *p);
+  p->cpu = tutti__measure_other_cpu();
+  int nr = p->cpu >= 0 ? 2 : 1, ok = 1;
+  for (int i = 0; i < nr; i++) {
+    p->r[i].bytes = bytes;
+    p->r[i].src = map_plain(bytes);
+    p->r[i].dst = i ? dst1 : dst0;
+    for (int k = 0; k < PASSES; k++) p->r[i].s[k] = -1;
+    ok = ok && p->r[i].src;
+  }
+  double bps = 0;
+  if (ok) bps = nr == 2 ? run_pair(p) : run_alone(&p->r[0]);
+  /* A partner never scheduled in time measured the neighbours: one reader's figure then. */
+  if (ok && bps <= 0 && nr == 2) bps = run_alone(&p->r[0]);
+  for (int i = 0; i < nr; i++)
+    if (p->r[i].src) munmap(p->r[i].src, bytes);
+  free(p);
+  if (bps <= 0) return -1;
+  m->cma_bps = bps;
+  return 0;
+}
