@@ -168,6 +168,15 @@ tutti_result_t tutti__fold_in(struct tutti_comm *comm, const tutti_coll_args_t *
  * its fold_in send completed; the odd rank sends them. Other ranks do nothing. */
 tutti_result_t tutti__fold_out(struct tutti_comm *comm, const tutti_coll_args_t *a, char *buf,
                                size_t len, int rem);
+/* The same with every rank number read as a place in ord's order (ranks host by host,
+ * core/topo.h; NULL: the ranks themselves), for algorithms whose result does not depend on
+ * which rank sits where: pairs then share a host wherever placement allows. */
+struct tutti_topo;
+tutti_result_t tutti__fold_in_order(struct tutti_comm *comm, const tutti_coll_args_t *a,
+                                    char *w, const char *own, size_t count, char *tmp, int rem,
+                                    const struct tutti_topo *ord);
+tutti_result_t tutti__fold_out_order(struct tutti_comm *comm, const tutti_coll_args_t *a,
+                                     char *buf, size_t len, int rem, const struct tutti_topo *ord);
 
 /* memmove unless the two are the same place (in place) or empty. */
 static inline void tutti__copy_if_apart(void *dst, const void *src, size_t bytes) {

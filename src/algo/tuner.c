@@ -64,8 +64,12 @@ void tutti__model_params(const tutti_model_t *m, int network, size_t footprint,
   /* A reduction reads its received operand and the rank's own and writes the result. */
   if (reduce > 0) out->beta_reduce = 1.0 / reduce;
   if (network) {
+    /* The link between hosts where it was measured or given (tune/link.c); else the
+     * loopback figures, which stand for it on one host (TUTTI_TRANSPORT=tcp). */
     out->alpha = MEASURED(m, tcp_alpha_s, out->alpha);
     if (m->tcp_bps > 0) out->beta_copy = 1.0 / m->tcp_bps;
+    out->alpha = MEASURED(m, net_alpha_s, out->alpha);
+    if (m->net_bps > 0) out->beta_copy = 1.0 / m->net_bps;
     return;
   }
   /* A message through a same-host queue: the sender's index line and the header's line cross to

@@ -45,6 +45,11 @@ static const tutti_config_var_t config_vars[] = {
     {"TUTTI_TUNE_FILE", "", "tuning table (machine parameters and per-size algorithm rules, "
                             "docs/tuning.md) rank 0 loads at init, or saves its measurement "
                             "to if the file does not exist; tutti-tune writes one"},
+    {"TUTTI_TUNE_NET", "1", "the tuner's figures for the link between hosts: 1: measured at "
+                            "init when the job spans hosts (rank 0 with a rank of another "
+                            "host, about 4 MiB, 35-50 ms at 1 Gbit/s); 0: not measured (the tcp "
+                            "loopback figures stand for it); GBPS[,ALPHA_US]: given, e.g. "
+                            "0.118,60"},
     {"TUTTI_HOST_ID", "", "this process's host identity: ranks with the same id are one host "
                           "(they must share /dev/shm); empty: the host name plus the kernel's "
                           "boot id"},
@@ -179,6 +184,28 @@ tutti_result_t tutti__config_parse(tutti_config_lookup_fn get, void *ctx, tutti_
   else {
     snprintf(err, errlen, "TUTTI_TUNE_MEASURE=%s is not 0, 1 or force", v);
     return TUTTI_ERR_INVALID_ARGUMENT;
+  }
+  v = value_of(get, ctx, "TUTTI_TUNE_NET");
+  cfg->tune_net = 1;
+  if (!strcmp(v, "0") || !strcmp(v, "1")) {
+    cfg->tune_net = v[0] == '1';
+  } else {
+    char *end;
+    errno = 0;
+    double g = strtod(v, &end), a = 0;
+    int ok = !errno && end != v && g > 0 && g < 1e6;
+    if (ok && *end == ',') {
+      char *a_text = end + 1;
+      a = strtod(a_text, &end);
+      ok = end != a_text && a > 0 && a < 1e9;
+    }
+    if (!ok || *end) {
+      snprintf(err, errlen, "TUTTI_TUNE_NET=%s is not 0, 1 or GBPS[,ALPHA_US] (positive "
+               "numbers, e.g. 0.118,60)", v);
+      return TUTTI_ERR_INVALID_ARGUMENT;
+    }
+    cfg->net_bps = g * 1e9;
+    cfg->net_alpha_s = a * 1e-6;
   }
   v = value_of(get, ctx, "TUTTI_TUNE_FILE");
   if (strlen(v) >= sizeof cfg->tune_file) {

@@ -92,6 +92,8 @@ typedef struct tutti_config {
   int ntune;
   int deterministic;      /* TUTTI_DETERMINISTIC: reductions fold ranks in rank order */
   int tune_measure;       /* TUTTI_TUNE_MEASURE: 0 fallbacks, 1 cache or measure, 2 measure */
+  int tune_net;           /* TUTTI_TUNE_NET: 1 measure the link between hosts at init, 0 not */
+  double net_bps, net_alpha_s; /* TUTTI_TUNE_NET=GBPS[,ALPHA_US]: given figures, else 0 */
   char tune_file[512];    /* TUTTI_TUNE_FILE: tuning table to load (or save), "" none */
   char host_id[64];       /* TUTTI_HOST_ID: this process's host identity, "" hostname+boot id */
   /* The machine model of the communicator, the same on every rank (tune/agree.c); filled

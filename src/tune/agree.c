@@ -120,12 +120,21 @@ tutti_result_t tutti__model_obtain(const tutti_config_t *cfg, tutti_model_t *m, 
   if (cfg->tune_measure == 0) tutti__model_fallback(m);
   else if (cfg->tune_measure == 2 || !tutti__host_cache_load(m)) measure(m, 1);
   apply_skew(m);
-  if (!cfg->tune_file[0]) return TUTTI_SUCCESS;
-  FILE *f = fopen(cfg->tune_file, "r");
+  /* Given link figures replace a file's or a measurement's (the variable is the later,
+   * more specific word); TUTTI_TUNE_NET=0 drops a file's, so the loopback ones stand. */
+  tutti_result_t res = TUTTI_SUCCESS;
+  FILE *f = cfg->tune_file[0] ? fopen(cfg->tune_file, "r") : NULL;
   if (f) {
     fclose(f);
-    return overlay(cfg->tune_file, m, err, errlen);
+    res = overlay(cfg->tune_file, m, err, errlen);
   }
+  if (cfg->net_bps > 0) {
+    m->net_bps = cfg->net_bps;
+    if (cfg->net_alpha_s > 0) m->net_alpha_s = cfg->net_alpha_s;
+  } else if (!cfg->tune_net) {
+    m->net_bps = m->net_alpha_s = 0;
+  }
+  if (f || !cfg->tune_file[0]) return res;
   /* No file yet: this machine's numbers become it (tutti-tune adds rules). */
   char text[8192], why[320];
   if (tutti__table_write(m, NULL, text, sizeof text) < 0 ||
@@ -148,9 +157,14 @@ tutti_result_t tutti__model_agree(struct tutti_comm *comm) {
   wire_t *w = calloc(1, sizeof *w);
   if (!w) return tutti__error(comm, TUTTI_ERR_SYSTEM, "out of memory for the tuning model");
   tutti_result_t res = TUTTI_SUCCESS, own = TUTTI_SUCCESS;
-  if (comm->rank == 0) {
-    char err[400] = "";
-    own = tutti__model_obtain(&comm->cfg, m, err, sizeof err);
+  char err[400] = "";
+  if (comm->rank == 0) own = tutti__model_obtain(&comm->cfg, m, err, sizeof err);
+  /* Rank 0 and a rank of another host time the link between them before the model goes
+   * out, so every rank receives the same figures (nothing for a one-host job). */
+  comm->in_agreement = 1;
+  res = tutti__link_measure(comm, m, own == TUTTI_SUCCESS);
+  comm->in_agreement = 0;
+  if (comm->rank == 0 && res == TUTTI_SUCCESS) {
     w->ok = own == TUTTI_SUCCESS;
     int k = w->ok ? tutti__table_write(m, NULL, w->text, sizeof w->text)
                   : snprintf(w->text, sizeof w->text, "%s", err);
@@ -163,6 +177,10 @@ tutti_result_t tutti__model_agree(struct tutti_comm *comm) {
   }
   int64_t deadline = tutti__deadline_after(comm->cfg.timeout_s);
   int n = comm->nranks, r = comm->rank;
+  if (res != TUTTI_SUCCESS) {
+    free(w);
+    return res;
+  }
   /* A rank that has its model leaves init and may fail its first call at once (ranks that
    * disagree on it, say), marking the host's segment failed while a later rank of this tree
    * still waits for the model. That failure belongs to the call, not to this init: it is

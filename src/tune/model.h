@@ -60,6 +60,11 @@ typedef struct tutti_model {
   double cma_bps, cma_call_s;
   /* TCP over loopback between two threads: one-way latency of 8 bytes, streaming speed. */
   double tcp_alpha_s, tcp_bps;
+  /* The link between hosts, measured at init of a job that spans hosts (link.c) or given
+   * (TUTTI_TUNE_NET, a tuning file): one-way latency of a small message and streaming speed
+   * through the transport. 0: not known, the tuner charges crossing hosts the loopback
+   * figures above. */
+  double net_alpha_s, net_bps;
   int nrules;
   tutti_file_rule_t rules[TUTTI_FILE_MAX_RULES];
 } tutti_model_t;
@@ -107,6 +112,35 @@ int tutti__measure_flush(const char *p, size_t bytes);
 /* This thread's CPU time in nanoseconds (user and kernel): what the bandwidth passes are
  * timed in, so preemption by other jobs does not count against the machine. */
 int64_t tutti__measure_cpu_ns(void);
+
+/* ---- link.c: the link between hosts ----------------------------------------------------- */
+
+/* What rank 0 timed against a rank of another host (seconds; 0 where not timed): each
+ * transfer is one way, timed from its header to the partner's small reply. */
+typedef struct tutti_link_times {
+  double rtt_s;       /* the best round trip of a small message */
+  double lead_bytes;  /* a transfer of lead_bytes took lead_s */
+  double lead_s;
+  double body_bytes;  /* one of lead_bytes + body_bytes took long_s (0: not timed) */
+  double long_s;
+  int npairs;         /* how many such pairs the times are the best of */
+} tutti_link_times_t;
+/* The link's one-way latency (half the best round trip) and streaming speed: body_bytes over
+ * long_s - lead_s (latency, reply, start-up and a token bucket's burst cancel), or, with no
+ * long transfer, lead_bytes over lead_s less a round trip. Returns 0, or -1 with the reason
+ * in why (the figures are then unusable and the caller keeps the loopback ones). */
+int tutti__link_estimate(const tutti_link_times_t *t, double *alpha_s, double *bps, char *why,
+                         size_t whylen);
+/* Run by rank 0 and by the first rank of another host (the partner) before the model is
+ * sent to all (agree.c), when the communicator spans hosts: rank 0 tells the partner whether
+ * to measure (not when go is 0 on rank 0, m->net_bps is already given, or TUTTI_TUNE_NET=0
+ * on rank 0), then times a few
+ * ping-pongs and one to four pairs of one-way transfers (4 MiB and ~35 ms on a 1 Gbit/s
+ * link; about 20 ms at 10 Gbit/s) and writes
+ * net_alpha_s and net_bps into m. Every wait has the communicator's deadline; a transport
+ * failure fails (the agreement would fail too); figures that make no sense are logged and
+ * left out. Other ranks return at once. */
+tutti_result_t tutti__link_measure(struct tutti_comm *comm, tutti_model_t *m, int go);
 
 /* ---- table.c: the text form ------------------------------------------------------------ */
 

@@ -46,6 +46,8 @@ static const field_t fields[] = {
     F("cma_call_us", cma_call_s, 1e-6),
     F("tcp_alpha_us", tcp_alpha_s, 1e-6),
     F("tcp_gbps", tcp_bps, 1e9),
+    F("net_alpha_us", net_alpha_s, 1e-6),
+    F("net_gbps", net_bps, 1e9),
     F("measure_ms", measure_ms, 1),
 };
 #undef F

@@ -32,6 +32,8 @@ static tutti_model_t sample(void) {
   m.cma_call_s = 0.9e-6;
   m.tcp_alpha_s = 12e-6;
   m.tcp_bps = 2.5e9;
+  m.net_alpha_s = 31e-6;
+  m.net_bps = 0.119e9;
   m.measure_ms = 12.5;
   return m;
 }
@@ -59,7 +61,7 @@ TEST(text_round_trip) {
   ASSERT_EQ(back.l2_bytes, m.l2_bytes);
   ASSERT_EQ(back.l3_bytes, m.l3_bytes);
   const double *a = &m.copy_cached_bps, *b = &back.copy_cached_bps;
-  for (int i = 0; &a[i] <= &m.tcp_bps; i++) ASSERT(rel_close(b[i], a[i]));
+  for (int i = 0; &a[i] <= &m.net_bps; i++) ASSERT(rel_close(b[i], a[i]));
   ASSERT(rel_close(back.measure_ms, m.measure_ms));
   ASSERT_EQ(back.nrules, 3);
   for (int i = 0; i < 3; i++) {
@@ -317,6 +319,10 @@ TEST(params_come_from_the_model) {
   tutti__model_params(&m, 0, 64 << 20, &c);
   ASSERT(rel_close(c.beta_copy, 2 / m.copy_mem_bps));
   ASSERT(rel_close(c.beta_reduce, 1 / m.reduce_mem_bps));
+  tutti__model_params(&m, 1, 64 << 20, &c);
+  ASSERT(rel_close(c.alpha, m.net_alpha_s)); /* the link between hosts, where known */
+  ASSERT(rel_close(c.beta_copy, 1 / m.net_bps));
+  m.net_alpha_s = m.net_bps = 0;
   tutti__model_params(&m, 1, 64 << 20, &c);
   ASSERT(rel_close(c.alpha, m.tcp_alpha_s));
   ASSERT(rel_close(c.beta_copy, 1 / m.tcp_bps));

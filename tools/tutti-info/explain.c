@@ -1,5 +1,6 @@
 /*
- * tutti-info --explain COLLECTIVE SIZE NRANKS [shm|tcp] [--hosts H]: every candidate's
+ * tutti-info --explain COLLECTIVE SIZE NRANKS [shm|tcp] [--hosts H] [--net GBPS[,ALPHA_US]]:
+ * every candidate's
  * predicted time from
  * the tuner's cost model and the algorithm a call would run, honouring TUTTI_TUNE, TUTTI_ALGO
  * and TUTTI_CHUNK_SIZE from the environment exactly as the library does.
@@ -16,11 +17,15 @@
 #include "core/internal.h"
 
 static int usage(void) {
-  fprintf(stderr, "usage: tutti-info --explain COLLECTIVE SIZE NRANKS [shm|tcp] [--hosts H]\n"
+  fprintf(stderr, "usage: tutti-info --explain COLLECTIVE SIZE NRANKS [shm|tcp] [--hosts H] "
+                  "[--net GBPS[,ALPHA_US]]\n"
                   "  COLLECTIVE: allreduce allgather reduce_scatter broadcast reduce barrier\n"
                   "  SIZE: bytes as tutti-bench counts them (k, M, G suffixes), e.g. 1M\n"
                   "  shm (default): all ranks on one host; tcp: over TCP\n"
-                  "  --hosts H: the ranks spread evenly over H hosts (tcp between them)\n");
+                  "  --hosts H: the ranks spread evenly over H hosts (tcp between them)\n"
+                  "  --net GBPS[,ALPHA_US]: the link between hosts runs at GBPS GB/s with\n"
+                  "    ALPHA_US us one way (as TUTTI_TUNE_NET gives it; a job logs the one it\n"
+                  "    measured at TUTTI_DEBUG=info)\n");
   return 2;
 }
 
@@ -65,11 +70,18 @@ void tutti_info_print_model(const tutti_model_t *m) {
     printf("  tcp loopback: %.1f us one way, %.2f GB/s%s\n", m->tcp_alpha_s * 1e6,
            m->tcp_bps / 1e9, m->tcp_bps ? "" : " (not measured: fallback)");
   }
+  if (m->net_bps > 0)
+    printf("  link between hosts: %.1f us one way, %.3f GB/s\n", m->net_alpha_s * 1e6,
+           m->net_bps / 1e9);
+  else
+    printf("  link between hosts: not known (a job measures it at init): tcp loopback's "
+           "figures\n");
   if (m->nrules) printf("  %d algorithm rules from the tuning file\n", m->nrules);
 }
 
 int tutti_info_explain(int argc, char **argv) {
-  if (argc < 3 || argc > 6) return usage();
+  if (argc < 3 || argc > 8) return usage();
+  const char *net = NULL;
   tutti_tune_query_t q = {0};
   int coll = -1, tcp = 0;
   long hosts = 1;
@@ -85,12 +97,15 @@ int tutti_info_explain(int argc, char **argv) {
     } else if (!strcmp(argv[i], "--hosts") && i + 1 < argc) {
       hosts = strtol(argv[++i], &end, 10);
       if (*end || hosts < 1 || hosts > n) return usage();
+    } else if (!strcmp(argv[i], "--net") && i + 1 < argc) {
+      net = argv[++i];
     } else {
       return usage();
     }
   }
   char err[512];
   tutti_config_t cfg;
+  if (net && setenv("TUTTI_TUNE_NET", net, 1)) return usage();
   if (tutti__config_load(&cfg, err, sizeof err) != TUTTI_SUCCESS) {
     fprintf(stderr, "tutti-info: %s\n", err);
     return 1;
