@@ -176,6 +176,9 @@ struct tutti_comm {
   tutti_peer_t *peers;
   int nlocal;          /* ranks on this host, this one included */
   int oversubscribed;  /* more local ranks than CPUs: yield instead of spinning */
+  /* Oversubscribed only: a running mean of how long the wait loop's idle waits last, which
+   * decides whether the next one yields first or sleeps at once (transport/progress.c). */
+  int64_t idle_wait_ns;
   int cma;             /* every rank is on this host and may read the others' memory */
   /* The live transports (transport/registry.c), each serving the peers whose tp it is. */
   struct tutti_transport *tps[TUTTI_MAX_TRANSPORTS];
