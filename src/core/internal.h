@@ -83,6 +83,7 @@ typedef struct tutti_config {
   double init_timeout_s;  /* TUTTI_INIT_TIMEOUT: the rendezvous's deadline */
   char ifname[64];        /* TUTTI_SOCKET_IFNAME */
   size_t chunk_bytes;     /* TUTTI_CHUNK_SIZE: pipelining unit of the ring and chain */
+  int chunk_auto;         /* TUTTI_CHUNK_SIZE unset: chunk_bytes follows the model's L2 */
   int nsocks;             /* TUTTI_NSOCKS: TCP sockets per peer pair, striped */
   size_t shm_queue_bytes; /* TUTTI_SHM_QUEUE_SIZE: bytes per directed shm queue */
   double spin_us;         /* TUTTI_SPIN_US: busy-wait before sleeping */
