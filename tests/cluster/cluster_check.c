@@ -13,7 +13,8 @@
  *   cluster_check kill --victim V
  *       A verified all-reduce loop; rank V SIGKILLs itself before its 6th call. Every other
  *       rank must fail with TUTTI_ERR_REMOTE, and its error must name "rank V (pid P on host
- *       H)" with V's real pid and hostname (all-gathered at the start).
+ *       H)" with V's real pid and hostname (all-gathered at the start). The survivors then
+ *       call tutti_comm_shrink and check an all-reduce on the result, across the hosts.
  *   cluster_check partition
  *       A verified all-reduce loop (prints "looping" once it runs) until a call fails; the
  *       script cuts one host off meanwhile. The failure must be TUTTI_ERR_TIMEOUT or
@@ -129,6 +130,8 @@ static tutti_result_t verified_allreduce(tutti_comm_t comm, float *send, float *
 
 #define LOOP_COUNT (64 * 1024)
 
+static void check_sub(tutti_comm_t sub, const int *members, int m, const char *what);
+
 static int mode_kill(int victim) {
   tutti_comm_t comm = join("auto", 0);
   if (victim <= 0 || victim >= cc_nranks) cc_fail("--victim %d: want 1..%d", victim, cc_nranks - 1);
@@ -160,11 +163,31 @@ static int mode_kill(int victim) {
   snprintf(who, sizeof who, "rank %d (pid %lld on host %s)", victim, all[victim].pid,
            all[victim].host);
   if (!strstr(err, who)) cc_fail("the error does not name \"%s\"", who);
+  /* The survivors shrink across the hosts (issue 14 item 5: the new communicator's
+   * rendezvous must listen where the other hosts reach this rank, with no interface
+   * variable) and the result must work: ranks above the victim move down by one. */
+  tutti_comm_t shrunk = NULL;
+  double t0 = cc_now();
+  rc = tutti_comm_shrink(comm, &shrunk);
+  printf("cluster_check rank %d: tutti_comm_shrink returned %s after %.2f s%s%s\n", cc_rank,
+         tutti_result_string(rc), cc_now() - t0, rc ? ": " : "",
+         rc ? tutti_comm_last_error(comm) : "");
+  cc_ok(rc, comm, "tutti_comm_shrink");
+  int sr = -1, sn = 0, members[CC_MAX_RANKS], m = 0;
+  cc_ok(tutti_comm_rank(shrunk, &sr), shrunk, "tutti_comm_rank");
+  cc_ok(tutti_comm_size(shrunk, &sn), shrunk, "tutti_comm_size");
+  for (int r = 0; r < cc_nranks; r++)
+    if (r != victim) members[m++] = r;
+  if (sn != m || sr != cc_rank - (cc_rank > victim))
+    cc_fail("shrink: rank %d of %d, want %d of %d", sr, sn, cc_rank - (cc_rank > victim), m);
+  check_sub(shrunk, members, m, "shrunk");
+  cc_ok(tutti_comm_destroy(shrunk), NULL, "tutti_comm_destroy (shrunk)");
   tutti_comm_destroy(comm);
   free(all);
   free(send);
   free(recv);
-  printf("cluster_check rank %d: PASS: rank %d's death named\n", cc_rank, victim);
+  printf("cluster_check rank %d: PASS: rank %d's death named, shrunk across hosts\n", cc_rank,
+         victim);
   return 0;
 }
 
