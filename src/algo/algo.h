@@ -213,6 +213,13 @@ tutti_result_t tutti__recv(struct tutti_comm *comm, int peer, void *buf, size_t 
 tutti_result_t tutti__sendrecv(struct tutti_comm *comm, int to, const void *sbuf, size_t slen,
                                int from, void *rbuf, size_t rlen, int64_t deadline);
 
+/* The pipelined chunk for a core with l2_bytes of L2 (0: unknown): a quarter of it, the
+ * power of two at or below, within 64 KiB .. 1 MiB; `fallback` when l2_bytes is 0. A step of
+ * the ring, chain or single-copy reduction keeps about four chunks live (the queue's or the
+ * peer's, this rank's input, the output, the next chunk arriving), so a quarter keeps a step
+ * in L2; smaller chunks cost a hand-off each. TUTTI_CHUNK_SIZE, when set, wins. */
+size_t tutti__chunk_for_cache(size_t l2_bytes, size_t fallback);
+
 /* Elements per pipelined chunk for this element size (at least 1). */
 static inline size_t tutti__chunk_elems(const struct tutti_comm *comm, size_t esize) {
   size_t n = comm->cfg.chunk_bytes / esize;

@@ -22,8 +22,8 @@
 #include "algo/tuner.h"
 #include "kernels/kernels.h"
 
-/* Elements per CMA chunk: one process_vm_readv lands in a buffer that stays in L2 (512 KiB
- * a core here) until the reduction reads it back; larger calls pin pages in fewer, cheaper
+/* Elements per CMA chunk (TUTTI_CHUNK_SIZE, by default a quarter of the measured L2): one
+ * process_vm_readv lands in a buffer that stays in L2 until the reduction reads it back; larger calls pin pages in fewer, cheaper
  * batches but push the landing buffer out of cache, smaller ones pay the per-call pinning. */
 static size_t cma_chunk_elems(const struct tutti_comm *comm, size_t es) {
   size_t bytes = comm->cfg.chunk_bytes;

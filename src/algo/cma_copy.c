@@ -45,8 +45,13 @@ typedef struct {
  * into each receiver. Out of place the root also copies the whole buffer into its own output,
  * but with memcpy, about 3x the kernel's copy speed here (tuner.c), which leaves time for
  * s = 2/3 m / n into each: m/3 + (n-1) s = m - s. Whole pages, so that no page is pinned by
- * both sides, and none below a page each, where the extra token costs more than it saves. */
-static size_t root_share(const tutti_coll_args_t *a, size_t bytes, int n) {
+ * both sides, and none below a page each, where the extra token costs more than it saves.
+ * With more local ranks than cores the ranks do not run side by side: the root's writes
+ * then only make every receiver wait for the root's turn on a core (one more wake-up each,
+ * at n = 8 on 2 cores about half the busbw), so the receivers read everything. */
+static size_t root_share(const struct tutti_comm *comm, const tutti_coll_args_t *a,
+                         size_t bytes, int n) {
+  if (comm->oversubscribed) return 0;
   size_t s = a->sendbuf == a->recvbuf ? bytes / (size_t)n : bytes / 3 * 2 / (size_t)n;
   return s & ~(size_t)4095;
 }
@@ -57,7 +62,7 @@ static tutti_result_t bcast_root(struct tutti_comm *comm, const tutti_coll_args_
   tutti_xfer_t *ops = comm->cma_ops;
   cma_desc_t *peer = comm->cma_descs; /* each receiver's output address, in .recv */
   uint64_t token = comm->seq;
-  bcast_desc_t mine = {.share = root_share(a, bytes, n)};
+  bcast_desc_t mine = {.share = root_share(comm, a, bytes, n)};
   int nt = tutti__cma_nt(comm, bytes);
   tutti__memreg_describe(comm, a->sendbuf, bytes, &mine.src);
   for (int k = 1; k < n; k++) {

@@ -3,6 +3,13 @@
 
 #include "algo/algo.h"
 
+size_t tutti__chunk_for_cache(size_t l2_bytes, size_t fallback) {
+  if (!l2_bytes) return fallback;
+  size_t want = l2_bytes / 4, c = (size_t)64 << 10;
+  while (c < ((size_t)1 << 20) && c * 2 <= want) c *= 2;
+  return c;
+}
+
 void tutti__sendq_init(tutti_sendq_t *q) { memset(q, 0, sizeof *q); }
 
 tutti_result_t tutti__sendq_acquire(struct tutti_comm *comm, tutti_sendq_t *q, int64_t deadline,

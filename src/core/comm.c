@@ -154,6 +154,10 @@ static tutti_result_t comm_build(struct tutti_comm *comm, uint32_t root_ip, uint
   TRY_GOTO(tutti__topo_init(comm), res, out);
   TRY_GOTO(tutti__transport_connect(comm, dfd), res, out);
   TRY_GOTO(tutti__model_agree(comm), res, out);
+  /* After the agreement, so that every rank chunks alike. */
+  if (comm->cfg.chunk_auto)
+    comm->cfg.chunk_bytes = tutti__chunk_for_cache(comm->cfg.model.l2_bytes,
+                                                   comm->cfg.chunk_bytes);
   /* Kept for tutti_comm_shrink: the survivors find each other through these listeners. */
   comm->listen_fd = dfd;
   dfd = -1;

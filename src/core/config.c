@@ -22,7 +22,10 @@ static const tutti_config_var_t config_vars[] = {
                                "empty: 300 or TUTTI_TIMEOUT, whichever is smaller"},
     {"TUTTI_SOCKET_IFNAME", "", "network interface to listen on; empty: loopback for the "
                                 "unique id, the route to the rendezvous for data"},
-    {"TUTTI_CHUNK_SIZE", "262144", "bytes per pipelined chunk of the ring and chain"},
+    {"TUTTI_CHUNK_SIZE", "262144", "bytes per pipelined chunk of the ring, chain and "
+                                   "single-copy reductions; unset: a quarter of the measured "
+                                   "L2, a power of two from 64 KiB to 1 MiB (this default "
+                                   "where L2 is unknown)"},
     {"TUTTI_NSOCKS", "1", "TCP sockets per peer pair (1 to 16); a pair's byte stream is "
                           "striped over them in 128 KiB pieces, for links one stream cannot fill"},
     {"TUTTI_SHM_QUEUE_SIZE", "1048576", "bytes of the largest directed shared-memory queue; "
@@ -141,6 +144,8 @@ tutti_result_t tutti__config_parse(tutti_config_lookup_fn get, void *ctx, tutti_
              "1e9", v);
     return TUTTI_ERR_INVALID_ARGUMENT;
   }
+  const char *chunk = get("TUTTI_CHUNK_SIZE", ctx);
+  cfg->chunk_auto = !chunk || !*chunk;
   if (parse_size(value_of(get, ctx, "TUTTI_CHUNK_SIZE"), &cfg->chunk_bytes) ||
       cfg->chunk_bytes < 64) {
     snprintf(err, errlen, "TUTTI_CHUNK_SIZE=%s is not a size of at least 64 bytes",

@@ -83,6 +83,7 @@ typedef struct tutti_config {
   double init_timeout_s;  /* TUTTI_INIT_TIMEOUT: the rendezvous's deadline */
   char ifname[64];        /* TUTTI_SOCKET_IFNAME */
   size_t chunk_bytes;     /* TUTTI_CHUNK_SIZE: pipelining unit of the ring and chain */
+  int chunk_auto;         /* TUTTI_CHUNK_SIZE unset: chunk_bytes follows the model's L2 */
   int nsocks;             /* TUTTI_NSOCKS: TCP sockets per peer pair, striped */
   size_t shm_queue_bytes; /* TUTTI_SHM_QUEUE_SIZE: bytes per directed shm queue */
   double spin_us;         /* TUTTI_SPIN_US: busy-wait before sleeping */
@@ -178,6 +179,9 @@ struct tutti_comm {
   tutti_peer_t *peers;
   int nlocal;          /* ranks on this host, this one included */
   int oversubscribed;  /* more local ranks than CPUs: yield instead of spinning */
+  /* Oversubscribed only: a running mean of how long the wait loop's idle waits last, which
+   * decides whether the next one yields first or sleeps at once (transport/progress.c). */
+  int64_t idle_wait_ns;
   int cma;             /* every rank is on this host and may read the others' memory */
   /* The live transports (transport/registry.c), each serving the peers whose tp it is. */
   struct tutti_transport *tps[TUTTI_MAX_TRANSPORTS];

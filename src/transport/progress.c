@@ -366,6 +366,16 @@ static inline void cpu_relax(void) {
 #endif
 }
 
+/* How long an idle wait must last, on average, before an oversubscribed rank stops yielding
+ * and sleeps at once: four futex wake-ups as measured on this machine (tune/measure_sync.c),
+ * or 100 us where that was not measured. Shorter waits are hand-offs a yield serves better;
+ * measured at n = 4 and 8 on 2 cores, sleeping at once doubles the busbw at >= 1 MiB but
+ * costs 40% at <= 64 KiB. */
+static int64_t long_wait_ns(const struct tutti_comm *comm) {
+  double wake = comm->cfg.model.wake_s;
+  return wake > 0 ? (int64_t)(4e9 * wake) : 100000;
+}
+
 tutti_result_t tutti__wait(struct tutti_comm *comm, tutti_xfer_t *op, int64_t deadline) {
   return tutti__wait_slice(comm, op, deadline, INT64_MAX);
 }
@@ -376,7 +386,7 @@ tutti_result_t tutti__wait(struct tutti_comm *comm, tutti_xfer_t *op, int64_t de
 static tutti_result_t wait_loop(struct tutti_comm *comm, tutti_xfer_t *op,
                                 const tutti_cond_t *cond, int64_t deadline, int64_t return_at) {
   tutti_result_t res = TUTTI_SUCCESS;
-  int64_t spin_until = 0;
+  int64_t spin_until = 0, wait_start = 0;
   unsigned idle = 0;
   while (cond ? !cond->met(cond) : !op->complete) {
     if (atomic_load_explicit(&comm->aborted, memory_order_relaxed)) {
@@ -411,8 +421,14 @@ static tutti_result_t wait_loop(struct tutti_comm *comm, tutti_xfer_t *op,
       if (!spun) continue;
     } else if (comm->oversubscribed) {
       /* Thread ranks sleep at once: with hundreds of them a core, a yield only hands the
-       * core to another waiter. */
-      if (idle < 8 && !comm->thread_ranks) {
+       * core to another waiter. Process ranks yield a few times while this communicator's
+       * waits are short (a peer sharing the core answers within its turn); once they last
+       * longer than a few futex wake-ups (peers busy with large copies), they sleep at once:
+       * a yielding rank comes back every turn, switching the copying peer out and its cache
+       * with it, and on a loaded machine a yield sends it behind every other process, where
+       * a futex wake-up would let it preempt. */
+      if (!wait_start) wait_start = tutti__now_ns();
+      if (idle < 8 && !comm->thread_ranks && comm->idle_wait_ns < long_wait_ns(comm)) {
         sched_yield();
         continue;
       }
@@ -445,6 +461,11 @@ static tutti_result_t wait_loop(struct tutti_comm *comm, tutti_xfer_t *op,
       if (return_at != INT64_MAX) return TUTTI_IN_PROGRESS;
     TRY_GOTO(block_once(comm, deadline < return_at ? deadline : return_at, comm->wants), res,
              out);
+  }
+  if (wait_start) {
+    /* A mean over the last few waits: one slow wait (a preempted peer) does not flip it. */
+    int64_t took = tutti__now_ns() - wait_start;
+    comm->idle_wait_ns += (took - comm->idle_wait_ns) / 4;
   }
 out:
   if (res != TUTTI_SUCCESS) {

@@ -19,6 +19,7 @@ TEST(defaults) {
   ASSERT_EQ(c.transport, TUTTI_TRANSPORT_AUTO);
   ASSERT(c.timeout_s == 600.0);
   ASSERT_EQ(c.chunk_bytes, 262144);
+  ASSERT(c.chunk_auto); /* the communicator derives it from the measured L2 */
 }
 
 TEST(values_and_suffixes) {
@@ -31,6 +32,7 @@ TEST(values_and_suffixes) {
   ASSERT_EQ(c.transport, TUTTI_TRANSPORT_TCP);
   ASSERT(c.timeout_s == 2.5);
   ASSERT_EQ(c.chunk_bytes, 65536);
+  ASSERT(!c.chunk_auto);
   ASSERT_EQ(c.shm_queue_bytes, 4 << 20);
 }
 

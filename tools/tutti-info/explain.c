@@ -129,6 +129,7 @@ int tutti_info_explain(int argc, char **argv) {
     return 1;
   }
   q.model = &cfg.model;
+  if (cfg.chunk_auto) q.chunk_bytes = tutti__chunk_for_cache(cfg.model.l2_bytes, q.chunk_bytes);
   tutti_cost_params_t p;
   tutti__model_params(q.model, q.network, 2 * q.bytes, &p);
   printf("%s of %zu bytes on %d ranks over %s (chunk %zu bytes)\n", argv[0], q.bytes, q.nranks,
