@@ -24,6 +24,13 @@
 #define TUTTI_AUTH_NONCE_BYTES 32
 #define TUTTI_AUTH_PROOF_BYTES 32 /* SHA-256 output */
 
+/* The first 8 bytes ({magic, 0}) a tutti_comm_shrink member sends on connecting to a lower
+ * rank's data listener. That listener is also the tcp transport's: a rank still inside a
+ * collective can accept the member's connection on its tcp path, which knows this magic and
+ * closes the connection at once (silently) so the member asks again, instead of holding it
+ * for a tcp knock until the shrink's collection window has closed. */
+#define TUTTI_SHRINK_KNOCK 0x53485230u /* "SHR0" */
+
 /* Who computes a proof: the side that connected, or the side that accepted. */
 typedef enum { TUTTI_AUTH_CONNECTOR, TUTTI_AUTH_ACCEPTOR } tutti_auth_role_t;
 

@@ -25,7 +25,9 @@
  * after every member of the new communicator destroyed it.
  *
  * Members, while they wait, accept and close whatever reaches their own listener, so the
- * leader's probes never fill a backlog.
+ * leader's probes never fill a backlog. A member knocks first (auth.h), so a leader still in
+ * a collective whose tcp path accepts the connection closes it at once and the member asks
+ * again, rather than both waiting out the collection window.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -146,13 +148,21 @@ static int fd_flags_nonblock(int fd) {
 
 /* ---- Leader -------------------------------------------------------------------------- */
 
-/* A connection the leader has challenged and whose hello it is reading. */
+/* What a member sends, in stream order: its knock (auth.h: sent on connecting, before the
+ * challenge has arrived) and its hello. */
+typedef struct {
+  uint32_t knock;
+  uint32_t pad;
+  shrink_hello_t h;
+} shrink_knock_hello_t;
+
+/* A connection the leader has challenged and whose knock and hello it is reading. */
 typedef struct {
   int fd;
   int64_t deadline;
   size_t got;
   uint8_t na[TUTTI_AUTH_NONCE_BYTES];
-  shrink_hello_t h;
+  shrink_knock_hello_t m;
 } pending_t;
 
 typedef struct {
@@ -198,17 +208,17 @@ static void accept_all(struct tutti_comm *comm, roster_t *ro) {
  * Returns 1 when the connection left the pending set. */
 static int read_hello(struct tutti_comm *comm, roster_t *ro, int i) {
   pending_t *p = &ro->pend[i];
-  ssize_t n = recv(p->fd, (char *)&p->h + p->got, sizeof p->h - p->got, MSG_DONTWAIT);
+  ssize_t n = recv(p->fd, (char *)&p->m + p->got, sizeof p->m - p->got, MSG_DONTWAIT);
   if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return 0;
   if (n <= 0) {
     reject(comm, p->fd, "it closed before its hello");
     return 1;
   }
   p->got += (size_t)n;
-  if (p->got < sizeof p->h) return 0;
-  shrink_hello_t *h = &p->h;
+  if (p->got < sizeof p->m) return 0;
+  shrink_hello_t *h = &p->m.h;
   struct iovec part = {&h->id, sizeof h->id};
-  if (h->id.magic != SHRINK_HELLO || !tutti__auth_verify(comm->secret, TUTTI_AUTH_CONNECTOR,
+  if (p->m.knock != TUTTI_SHRINK_KNOCK || h->id.magic != SHRINK_HELLO || !tutti__auth_verify(comm->secret, TUTTI_AUTH_CONNECTOR,
                                                         p->na, h->nc, &part, 1, h->proof)) {
     reject(comm, p->fd, "it did not prove it knows the job secret");
     return 1;
@@ -363,10 +373,13 @@ static tutti_result_t join(struct tutti_comm *comm, int r, int fd, int64_t deadl
   shrink_hello_t h = {{SHRINK_HELLO, comm->rank, comm->job_id}, {0}, {0}};
   shrink_reply_t rep;
   struct iovec part = {&h.id, sizeof h.id};
-  tutti_result_t res = wait_readable(fd, comm->listen_fd, deadline);
+  const uint32_t knock[2] = {TUTTI_SHRINK_KNOCK, 0};
+  tutti_result_t res = tutti__sock_send_all(fd, knock, sizeof knock, deadline, err, sizeof err);
+  if (res == TUTTI_SUCCESS) res = wait_readable(fd, comm->listen_fd, deadline);
   if (res == TUTTI_SUCCESS) res = tutti__sock_recv_all(fd, &ch, sizeof ch, deadline, err, sizeof err);
   /* Closed before the challenge: a dying process's listener can still accept for a moment
-   * (its other sockets close first), so the caller asks again whether it is alive. */
+   * (its other sockets close first), or r was still in a collective and its tcp path took
+   * the connection (it closes a shrink knock at once): the caller asks again. */
   if (res == TUTTI_ERR_REMOTE) return TUTTI_IN_PROGRESS;
   if (res != TUTTI_SUCCESS)
     return tutti__error(comm, res, "%s, the lowest live rank, did not take this rank into the "

@@ -331,6 +331,10 @@ static int drive_pending(tcp_transport_t *t, int i, int64_t now) {
       tcp_knock_t k;
       memcpy(&k, q->buf, sizeof k);
       tcp_challenge_t ch = {TCP_CHALLENGE_MAGIC, 0, {0}};
+      if (k.magic == TUTTI_SHRINK_KNOCK) { /* a shrink member: it asks again (auth.h) */
+        drop_pending(t, i, NULL, 0);
+        return 1;
+      }
       if (k.magic != TCP_KNOCK_MAGIC) {
         drop_pending(t, i, "it does not speak the tutti handshake", 1);
         return 1;
