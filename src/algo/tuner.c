@@ -220,12 +220,17 @@ double tutti__cost_tree(const tutti_tune_query_t *q, const tutti_cost_params_t *
  * parameters, phases across them at c's (network). Across the hosts the L = max_local local ranks of a host each move
  * 1/L of the data at once over the host's one link, so the link's per-byte cost is paid for
  * all of them: per step a host link carries L blocks. Where every host has one rank, or
- * all ranks share a host, the flat algorithms do the same work with fewer phases: no model.
+ * all ranks share a host, the flat algorithms do the same work with fewer phases: no model
+ * (but for the small all-reduce's single network round).
  */
 double tutti__cost_hier(const tutti_tune_query_t *q, const tutti_cost_params_t *c) {
   double H = q->nhosts, L = q->max_local, n = q->nranks, m = (double)q->bytes;
   double C = (double)q->chunk_bytes;
-  if (q->nhosts <= 1 || q->nhosts == q->nranks) return -1;
+  /* The latency path is the exception where every host has one rank: one network round
+   * (the leaders all to all) against recursive doubling's ceil(log2 H) or more rounds. */
+  int small = q->coll == TUTTI_COLL_ALLREDUCE && q->bytes <= TUTTI_HIER_SMALL_BYTES &&
+              q->nhosts <= TUTTI_HIER_SMALL_HOSTS;
+  if (q->nhosts <= 1 || (q->nhosts == q->nranks && !small)) return -1;
   tutti_cost_params_t s;
   tutti__model_params(q->model, 0, 2 * q->bytes, &s);
   double sl = m / L, kl = chunks(sl, C);  /* a local rank's slice */
@@ -233,9 +238,9 @@ double tutti__cost_hier(const tutti_tune_query_t *q, const tutti_cost_params_t *
   switch (q->coll) {
   case TUTTI_COLL_ALLREDUCE:
     /* hier_small.c: to the leader, the leaders all to all in one round, back. */
-    if (q->bytes <= TUTTI_HIER_SMALL_BYTES && q->nhosts <= TUTTI_HIER_SMALL_HOSTS)
-      return 2 * s.alpha + 2 * (L - 1) * m * s.beta_copy + (L + H - 2) * m * s.beta_reduce +
-             c->alpha + (H - 1) * m * c->beta_copy;
+    if (small) /* hand-offs within a host only where it has more than one rank */
+      return (L > 1 ? 2 * s.alpha : 0) + 2 * (L - 1) * m * s.beta_copy +
+             (L + H - 2) * m * s.beta_reduce + c->alpha + (H - 1) * m * c->beta_copy;
     return (L - 1) * (2 * kl * s.alpha + sl * (2 * s.beta_copy + s.beta_reduce)) +
            (H - 1) * (2 * ki * c->alpha + ib * (2 * L * c->beta_copy + c->beta_reduce));
   case TUTTI_COLL_ALLGATHER: /* m: the result; each rank's block m/n */
