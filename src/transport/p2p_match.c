@@ -9,7 +9,9 @@
  *
  * An any-source receive reads every peer's stream. If it reads a collective's header there
  * (that peer already moved on to the next collective), the header is held, and handed to
- * the collective receive that comes for it.
+ * the collective receive that comes for it. The other way round, a collective receive that
+ * reads a point-to-point header (the peer sent that message before the collective's data,
+ * and this rank has posted no receive for it yet) diverts it here (tutti__p2p_divert).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -177,6 +179,18 @@ static tutti_result_t route(struct tutti_comm *comm, int peer, reader_t *rd) {
   }
   rd->state = RD_BODY;
   return TUTTI_SUCCESS;
+}
+
+int tutti__p2p_is_p2p_header(const tutti_msg_hdr_t *hdr) {
+  return hdr->magic == TUTTI_MSG_MAGIC && (hdr->seq & P2P_BIT);
+}
+
+tutti_result_t tutti__p2p_divert(struct tutti_comm *comm, int peer, const tutti_msg_hdr_t *hdr) {
+  struct tutti_p2p *s = NULL;
+  TRY(state(comm, &s));
+  reader_t *rd = &s->rd[peer];
+  rd->hdr = *hdr;
+  return route(comm, peer, rd);
 }
 
 static tutti_result_t read_body(struct tutti_comm *comm, int peer, reader_t *rd,

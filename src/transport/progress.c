@@ -203,6 +203,14 @@ static tutti_result_t progress_recvs(struct tutti_comm *comm, int peer, int *mov
       op->done += moved;
       if (moved) *moved_any = 1;
       if (op->done < HDR_BYTES) break;
+      if (tutti__p2p_is_p2p_header(&op->got)) {
+        /* A tagged message sent ahead of the collective's data: it goes to the matching
+         * layer (kept until received), and this receive reads the next header. */
+        op->done = 0;
+        TRY(tutti__p2p_divert(comm, peer, &op->got));
+        *moved_any = 1;
+        return TUTTI_SUCCESS;
+      }
       TRY(tutti__check_header(comm, op, &op->got));
       if (!(op->hdr.seq & 0x80000000u)) p->seen_seq = op->hdr.seq;
       moved = 0;

@@ -210,6 +210,13 @@ int tutti__p2p_wants(const struct tutti_comm *comm, int peer);
  * head of peer's queue may read the stream itself (its header may have been handed over). */
 tutti_result_t tutti__p2p_progress(struct tutti_comm *comm, int peer, int *moved_any,
                                    int *handled);
+/* 1 if hdr, read from a peer's stream by a collective receive, is a point-to-point
+ * message's: it went ahead of the collective's data (the peer sent it first). */
+int tutti__p2p_is_p2p_header(const tutti_msg_hdr_t *hdr);
+/* Takes over such a header from the collective receive that read it: the message's body goes
+ * to the matching posted receive or is kept (tutti__p2p_wants then reads it), and the
+ * collective receive reads its own header after it. */
+tutti_result_t tutti__p2p_divert(struct tutti_comm *comm, int peer, const tutti_msg_hdr_t *hdr);
 /* Forgets every posted matched receive and kept message (after a failure, at destroy). */
 void tutti__p2p_drop(struct tutti_comm *comm);
 
