@@ -12,7 +12,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <linux/sockios.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -165,6 +168,57 @@ static void tcp_fail(tutti_transport_t *tp, const char *reason) {
   }
 }
 
+/* Bytes of fd's stream the peer has not acknowledged yet (sent or still queued), 0 on error. */
+static int unacked(int fd) {
+  int n = 0;
+  return ioctl(fd, SIOCOUTQ, &n) == 0 ? n : 0;
+}
+
+/*
+ * A clean destroy's last bytes may still sit in the kernel's send queue (a slow or shaped
+ * link), and a socket closed while bytes it received are unread (a late probe from a peer
+ * still waiting for those very bytes) is reset, which drops that queue: the peer, still in
+ * the last call, then fails with "connection reset". So first the write sides are shut down
+ * (the queue goes out, then FIN) and, reading and discarding what arrives, this waits until
+ * every peer has acknowledged everything, at most while the queues keep shrinking, 2 s
+ * without progress, or TUTTI_TIMEOUT in all.
+ */
+static void flush_before_close(tcp_transport_t *t) {
+  struct tutti_comm *comm = t->base.comm;
+  int n = comm->nranks * TCP_MAX_SOCKS, left = 0;
+  for (int i = 0; i < comm->nranks; i++)
+    for (int s = 0; s < TCP_MAX_SOCKS; s++)
+      if (t->peer[i].fd[s] >= 0) {
+        shutdown(t->peer[i].fd[s], SHUT_WR);
+        left += unacked(t->peer[i].fd[s]) > 0;
+      }
+  int64_t start = tutti__now_ns(), progress = start;
+  int64_t limit = start + (int64_t)(comm->cfg.timeout_s * 1e9);
+  long last = -1;
+  while (left) {
+    int64_t now = tutti__now_ns();
+    if (now >= limit || now - progress > 2000000000LL) return;
+    long total = 0;
+    left = 0;
+    for (int k = 0; k < n; k++) {
+      int fd = t->peer[k / TCP_MAX_SOCKS].fd[k % TCP_MAX_SOCKS];
+      if (fd < 0) continue;
+      char sink[4096];
+      while (recv(fd, sink, sizeof sink, MSG_DONTWAIT) > 0) {
+      }
+      int q = unacked(fd);
+      total += q;
+      left += q > 0;
+    }
+    if (last < 0 || total < last) progress = now;
+    last = total;
+    if (left) {
+      struct timespec nap = {0, 1000000};
+      nanosleep(&nap, NULL);
+    }
+  }
+}
+
 static void tcp_destroy(tutti_transport_t *tp) {
   tcp_transport_t *t = (tcp_transport_t *)tp;
   /* A clean goodbye, so a peer still running does not take this close for a death. After a
@@ -176,9 +230,11 @@ static void tcp_destroy(tutti_transport_t *tp) {
     if (p->fd[0] >= 0 && t->base.comm->failed == TUTTI_SUCCESS &&
         send(p->fd[0], &bye, 1, MSG_OOB | MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
     }
-    for (int s = 0; s < TCP_MAX_SOCKS; s++)
-      if (p->fd[s] >= 0) close(p->fd[s]);
   }
+  if (t->peer && t->base.comm->failed == TUTTI_SUCCESS) flush_before_close(t);
+  for (int i = 0; t->peer && i < t->base.comm->nranks; i++)
+    for (int s = 0; s < TCP_MAX_SOCKS; s++)
+      if (t->peer[i].fd[s] >= 0) close(t->peer[i].fd[s]);
   if (t->wake_fd >= 0) close(t->wake_fd);
   free(t->peer);
   free(t->pfd);
