@@ -26,8 +26,9 @@
 #include "core/internal.h"
 #include "tune/model.h"
 
-#define TRIAL_NS 1000000 /* each trial's deadline: 1 ms */
+#define TRIAL_NS 500000 /* each trial's deadline: 0.5 ms */
 #define TRIALS 3
+#define GIVE_UP_NS 10000000 /* a partner silent this long past a trial: not scheduled */
 #define STABLE 0.1 /* two trials whose medians differ by less than this fraction: enough */
 
 typedef struct pair {
@@ -142,7 +143,7 @@ static double run_pair(pair_t *p, int mode, int rounds) {
         if (mode == MODE_FUTEX) futex_wait(&p->turn, t + 1);
         else if (i & 63) continue;
         else sched_yield();
-        if (tutti__now_ns() > end + 10 * (int64_t)TRIAL_NS) goto out;
+        if (tutti__now_ns() > end + GIVE_UP_NS) goto out;
       }
       t += 2;
       int64_t back = tutti__now_ns();
