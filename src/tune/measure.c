@@ -93,7 +93,8 @@ typedef enum { OP_COPY, OP_REDUCE, OP_CMA } mem_op_t;
  * pass until it has run at least min_ns (so small buffers are timed over many passes).
  * With flush, both buffers are evicted from every cache level before each repetition (one
  * pass each then), so a buffer a few times L2 stands for one larger than the last-level
- * cache. Timed in this thread's CPU time, not the wall clock: on a machine busy with other
+ * cache; two such passes within 5% of each other end the repetitions (a third would move
+ * the figure less than the run-to-run spread). Timed in this thread's CPU time, not the wall clock: on a machine busy with other
  * jobs a pass is often preempted (at a load of 16 on 2 cores, wall-clock passes over memory
  * ran 4 GB/s where they run 10.7 on the quiet machine), and what the model wants is the
  * speed of the copy while it runs. */
@@ -123,7 +124,9 @@ static double best_pass(mem_op_t op, char *dst, char *src, size_t bytes, int rep
       t = tutti__measure_cpu_ns() - t0;
     } while (t < min_ns);
     double s = (double)t / 1e9 / (double)passes;
+    int settled = flush && best > 0 && s < 1.05 * best && best < 1.05 * s;
     if (best < 0 || s < best) best = s;
+    if (settled) break;
   }
   return best;
 }
