@@ -5,17 +5,18 @@
 # measures) and one right after it with the cache that job wrote (cached). Each prints
 #   LABEL n=N cold|cached init_s=SLOWEST_RANK load=1MIN [figures of the cache file] # [breakdown]
 # the breakdown being rank 0's TUTTI_DEBUG=info lines of where the measuring time went (builds
-# before them print none). med.py-style summaries: medians per build, n and figure.
+# before them print none).
+# bench/init_measure_summary.py summarises the output: medians per build, n and figure.
 # Usage: bench/init_measure.sh                      (this checkout's build/)
-#        BUILDS="old:/tmp/old new:." bench/init_measure.sh   (LABEL:SOURCE_ROOT, built in build/)
+#        BUILDS="old:/tmp/old/build new:build" bench/init_measure.sh   (LABEL:BUILD_DIR ...)
 set -u
-BUILDS=${BUILDS:-"tutti:."}
+BUILDS=${BUILDS:-"tutti:build"}
 NS=${NS:-2 4}
 ROUNDS=${ROUNDS:-5}
 DIR=$(mktemp -d)
 trap 'rm -rf "$DIR"' EXIT
 for bb in $BUILDS; do
-  lab=${bb%%:*}; lib=$(cd "${bb#*:}/build/lib" && pwd) || exit 1
+  lab=${bb%%:*}; lib=$(cd "${bb#*:}/lib" && pwd) || exit 1
   cc -O2 -Iinclude bench/init_time.c -o "$DIR/it_$lab" -L"$lib" -ltutti -Wl,-rpath,"$lib" || exit 1
 done
 for n in $NS; do
@@ -25,7 +26,7 @@ for n in $NS; do
       rm -rf "$DIR/xdg"; mkdir "$DIR/xdg"
       for mode in cold cached; do
         out=$(XDG_CACHE_HOME="$DIR/xdg" TUTTI_DEBUG=info TUTTI_DEBUG_SUBSYS=tune TUTTI_TIMEOUT=60 \
-              "$root/build/bin/tutti-run" -n "$n" "$DIR/it_$lab" 2>&1)
+              "$root/bin/tutti-run" -n "$n" "$DIR/it_$lab" 2>&1)
         init=$(echo "$out" | awk '/init_time rank/ { for (k = 1; k < NF; k++)
                  if ($k == "init_s" && $(k + 1) > m) m = $(k + 1) } END { print m }')
         figs="" br=""
