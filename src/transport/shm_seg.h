@@ -41,7 +41,7 @@ typedef struct shm_header {
 
 enum { SHM_READY = 1, SHM_REFUSED = 2 };
 
-#define CALL_DEPTH 8u
+#define CALL_DEPTH 16u
 
 /* Per local rank: the word it sleeps on, and whether it sleeps (so wakers skip the syscall). */
 typedef struct shm_slot {
@@ -121,6 +121,9 @@ typedef struct shm_transport {
   char *mboxes;        /* MBOX_DEPTH per local rank, MBOX_STRIDE apart */
   uint32_t mseq;       /* one-shot calls started */
   uint32_t *mseen;     /* per local index: the last one-shot call whose header was checked */
+  /* 1 while comm->verify_seq is a one-shot call the mailboxes are to verify (mbox.c's
+   * call_conflict), 0 while it is the published calls' to verify. */
+  int mverify;
   tutti_msg_hdr_t mhdr; /* this rank's header of its current (or last) one-shot call */
 } shm_transport_t;
 
