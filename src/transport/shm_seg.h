@@ -58,8 +58,10 @@ typedef struct shm_slot {
   _Atomic uint32_t cma_state;
   /* The last CALL_DEPTH collectives this rank started, call k at k % CALL_DEPTH, each a
    * seqlock: seq (0 while being written), then the fingerprint in two words. Peers read them
-   * only when they wait long, end a rooted call, or have a rooted call still to verify, so
-   * ranks that disagree on a call no message crosses (different roots) fail (mbox.c). */
+   * only when they wait long, end a rooted call not run one-shot, or have a rooted call still
+   * to verify, so ranks that disagree on a call no message crosses (different roots) fail
+   * (mbox.c). 16 deep: a one-shot call the mailboxes have not verified yet is at most
+   * MBOX_DEPTH calls old when a later call must verify it here. */
   _Alignas(CACHELINE) struct {
     _Atomic uint32_t seq;
     _Atomic uint64_t fp[2];
