@@ -99,7 +99,8 @@ tutti_result_t tutti__task_run(struct tutti_comm *comm, tutti_task_t *t) {
     if (res == TUTTI_SUCCESS) res = run_algorithm(comm, &a);
     /* In a rooted call a rank may hear from no rank that names another root (receivers read
      * the root only, roots only send or only receive): compare the published calls of this
-     * host before reporting success. */
+     * host before reporting success (or, for a call run one-shot, leave it to the mailboxes:
+     * mbox.c's call_conflict). */
     if (res == TUTTI_SUCCESS && (rooted || comm->verify_seq))
       res = tutti__call_conflict(comm, rooted);
     free(scaled);

@@ -41,7 +41,7 @@ typedef struct shm_header {
 
 enum { SHM_READY = 1, SHM_REFUSED = 2 };
 
-#define CALL_DEPTH 8u
+#define CALL_DEPTH 16u
 
 /* Per local rank: the word it sleeps on, and whether it sleeps (so wakers skip the syscall). */
 typedef struct shm_slot {
@@ -58,8 +58,10 @@ typedef struct shm_slot {
   _Atomic uint32_t cma_state;
   /* The last CALL_DEPTH collectives this rank started, call k at k % CALL_DEPTH, each a
    * seqlock: seq (0 while being written), then the fingerprint in two words. Peers read them
-   * only when they wait long, end a rooted call, or have a rooted call still to verify, so
-   * ranks that disagree on a call no message crosses (different roots) fail (mbox.c). */
+   * only when they wait long, end a rooted call not run one-shot, or have a rooted call still
+   * to verify, so ranks that disagree on a call no message crosses (different roots) fail
+   * (mbox.c). 16 deep: a one-shot call the mailboxes have not verified yet is at most
+   * MBOX_DEPTH calls old when a later call must verify it here. */
   _Alignas(CACHELINE) struct {
     _Atomic uint32_t seq;
     _Atomic uint64_t fp[2];
@@ -121,6 +123,9 @@ typedef struct shm_transport {
   char *mboxes;        /* MBOX_DEPTH per local rank, MBOX_STRIDE apart */
   uint32_t mseq;       /* one-shot calls started */
   uint32_t *mseen;     /* per local index: the last one-shot call whose header was checked */
+  /* 1 while comm->verify_seq is a one-shot call the mailboxes are to verify (mbox.c's
+   * call_conflict), 0 while it is the published calls' to verify. */
+  int mverify;
   tutti_msg_hdr_t mhdr; /* this rank's header of its current (or last) one-shot call */
 } shm_transport_t;
 

@@ -247,7 +247,8 @@ typedef struct tutti_mbox_ops {
   /* TUTTI_ERR_INVALID_USAGE, with a sentence naming the field, if a rank of this host has
    * published the current collective, or a rooted one of the last few not yet seen on every
    * peer, with another fingerprint (e.g. another root). rooted: the current call is one, to
-   * be verified by later calls if some peer has not published it yet. Never waits. */
+   * be verified by later calls if some peer has not published it yet. A transport whose
+   * mailboxes ran the call one-shot may leave its verification to them. Never waits. */
   tutti_result_t (*call_conflict)(tutti_transport_t *t, int rooted);
 } tutti_mbox_ops_t;
 
