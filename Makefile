@@ -13,7 +13,7 @@ SIM_ARGS   ?= --count 4
 JOBS       ?= $(shell nproc)
 CTEST_ARGS ?= --output-on-failure -j $(JOBS)
 
-.PHONY: all demo test test-asan test-tsan fuzz bench bench-peers bench-tuner bench-init sim install deb clean
+.PHONY: all demo test test-asan test-tsan fuzz bench bench-peers bench-tuner bench-init bench-init-measure sim install deb clean
 
 # make install PREFIX=/opt/tutti (DESTDIR=/stage works too, as with cmake --install).
 PREFIX ?= /usr/local
@@ -63,6 +63,11 @@ bench: all
 # Init time of the slowest rank at n = 8, 32, 64 and where it goes (bench/init_time.sh).
 bench-init: all
 	BUILD=$(BUILD) bench/init_time.sh
+
+# What measuring the machine at init costs a job at n = 2 and 4, cold and cached, and the
+# figures it gives (bench/init_measure.sh; docs/tuning.md).
+bench-init-measure: all
+	BUILDS="tutti:$(BUILD)" bench/init_measure.sh | tee /dev/stderr | bench/init_measure_summary.py
 
 # tutti against Open MPI, MPICH and gloo (installs them with apt-get if missing); writes
 # bench/results/peers.md and peers_busbw.png. ROUNDS, SIZES, NS override the sweep.

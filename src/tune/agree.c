@@ -61,10 +61,17 @@ static void measure(tutti_model_t *m, int save) {
    * running here and the figures are rougher. They are kept all the same (measuring again
    * at every init of a busy machine would cost every job its measurement); the origin says
    * so, and TUTTI_TUNE_MEASURE=force measures again. */
-  double share = (double)(thread_cpu_ns() - c0) / (double)(tutti__now_ns() - t0 + 1);
+  int64_t t1 = tutti__now_ns();
+  double share = (double)(thread_cpu_ns() - c0) / (double)(t1 - t0 + 1);
   tutti__measure_threads(&t); /* a hand-off it could not time keeps its fallback */
+  int64_t t2 = tutti__now_ns();
   tutti__measure_tcp(&t); /* optional: without it tcp keeps its fallbacks */
-  t.measure_ms = (double)(tutti__now_ns() - t0) / 1e6;
+  int64_t t3 = tutti__now_ns();
+  t.measure_ms = (double)(t3 - t0) / 1e6;
+  /* Where the time went (bench/init_time.sh's cold runs; docs/tuning.md). */
+  INFO("tune", -1, "measured in %.1f ms: caches and memory %.1f ms, hand-off and wake-up "
+       "%.1f ms, tcp %.1f ms", t.measure_ms, (double)(t1 - t0) / 1e6, (double)(t2 - t1) / 1e6,
+       (double)(t3 - t2) / 1e6);
   if (!ok) {
     WARN("tune", -1, "measuring this machine failed: the tuner uses its fallbacks");
     tutti__model_fallback(m);

@@ -91,16 +91,23 @@ typedef enum { OP_COPY, OP_REDUCE, OP_CMA } mem_op_t;
 
 /* Seconds for one pass of op over bytes (dst from src), best of reps, each repeating the
  * pass until it has run at least min_ns (so small buffers are timed over many passes).
- * Timed in this thread's CPU time, not the wall clock: on a machine busy with other jobs a
- * pass is often preempted (at a load of 16 on 2 cores, wall-clock passes over memory ran
- * 4 GB/s where they run 10.7 on the quiet machine), and what the model wants is the speed of
- * the copy while it runs. */
+ * With flush, both buffers are evicted from every cache level before each repetition (one
+ * pass each then), so a buffer a few times L2 stands for one larger than the last-level
+ * cache; two such passes within 5% of each other end the repetitions (a third would move
+ * the figure less than the run-to-run spread). Timed in this thread's CPU time, not the wall clock: on a machine busy with other
+ * jobs a pass is often preempted (at a load of 16 on 2 cores, wall-clock passes over memory
+ * ran 4 GB/s where they run 10.7 on the quiet machine), and what the model wants is the
+ * speed of the copy while it runs. */
 static double best_pass(mem_op_t op, char *dst, char *src, size_t bytes, int reps,
-                        int64_t min_ns) {
+                        int64_t min_ns, int flush) {
   double best = -1;
   struct iovec l = {dst, bytes}, r = {src, bytes};
   pid_t self = getpid();
   for (int k = 0; k < reps; k++) {
+    if (flush) {
+      tutti__measure_flush(src, bytes);
+      tutti__measure_flush(dst, bytes);
+    }
     int64_t t0 = tutti__measure_cpu_ns(), t;
     long passes = 0;
     do {
@@ -117,36 +124,61 @@ static double best_pass(mem_op_t op, char *dst, char *src, size_t bytes, int rep
       t = tutti__measure_cpu_ns() - t0;
     } while (t < min_ns);
     double s = (double)t / 1e9 / (double)passes;
+    int settled = flush && best > 0 && s < 1.05 * best && best < 1.05 * s;
     if (best < 0 || s < best) best = s;
+    if (settled) break;
   }
   return best;
 }
 
 static double rate(double bytes, double seconds) { return seconds > 0 ? bytes / seconds : 0; }
 
+static double ms_since(int64_t t0) { return (double)(tutti__now_ns() - t0) / 1e6; }
+
 int tutti__measure_memory(tutti_model_t *m) {
-  /* In cache: source and destination together half of L2. Out of cache: together twice
-   * the last-level cache, capped at 48 MiB so the measurement stays within its time budget
-   * (on machines with a larger L3 the "memory" figure is then partly an L3 figure: on the
-   * VM of this change, whose sysconf reports the whole socket's 508 MiB, single memcpy
-   * passes ran ~20 GB/s over 48 MiB and 3-5 GB/s over 256 MiB). */
+  /* In cache: source and destination together half of L2. Out of cache, where the caches
+   * can be flushed (x86): 4x L2 each (1-8 MiB; the single copy below needs 1 MiB), both
+   * flushed before each pass, so every pass reads its source and the destination's lines
+   * from memory. A buffer larger than the last-level cache gave the same figures (24 MiB
+   * against 2 MiB flushed on the machine of this change, medians of 11 alternating rounds:
+   * copy 6.5 vs 6.5-7.1 GB/s, reduce 7.2 vs 7.6-8.2, each within the run-to-run spread of
+   * +-40%) but cost most of the measurement: faulting in 48 MiB took 7-200 ms in a new
+   * process (huge pages compacted on demand), the passes over it 15-40 ms at a load of 5-10.
+   * Without a flush: together twice the last-level cache, capped at 48 MiB (on machines with
+   * a larger L3 the "memory" figure is then partly an L3 figure). */
   size_t l2 = m->l2_bytes ? m->l2_bytes : (size_t)512 << 10;
   size_t llc = m->l3_bytes ? m->l3_bytes : l2;
   size_t small = clamp(l2 / 4, (size_t)16 << 10, (size_t)1 << 20) & ~(size_t)4095;
-  size_t big = clamp(llc, (size_t)4 << 20, (size_t)24 << 20) & ~(size_t)4095;
+  int flush = tutti__measure_flush(NULL, 0) == 0;
+  size_t big = flush ? clamp(4 * l2, (size_t)1 << 20, (size_t)8 << 20)
+                     : clamp(llc, (size_t)4 << 20, (size_t)24 << 20);
+  big &= ~(size_t)4095;
+  int64_t t0 = tutti__now_ns();
   char *src = map_buf(big), *dst = map_buf(big);
   int ok = src && dst;
+  double t_map = ms_since(t0), t_cached = 0, t_mem = 0, t_cma = 0;
   if (ok) {
-    m->copy_cached_bps = rate((double)small, best_pass(OP_COPY, dst, src, small, 5, 100000));
-    m->reduce_cached_bps = rate((double)small, best_pass(OP_REDUCE, dst, src, small, 5, 100000));
-    /* Two passes each over memory: the better one is the one the neighbours disturbed less. */
-    m->copy_mem_bps = rate((double)big, best_pass(OP_COPY, dst, src, big, 2, 0));
-    m->reduce_mem_bps = rate((double)big, best_pass(OP_REDUCE, dst, src, big, 2, 0));
-    m->cma_call_s = best_pass(OP_CMA, dst, src, 8, 5, 20000);
+    t0 = tutti__now_ns();
+    m->copy_cached_bps = rate((double)small, best_pass(OP_COPY, dst, src, small, 3, 100000, 0));
+    m->reduce_cached_bps =
+        rate((double)small, best_pass(OP_REDUCE, dst, src, small, 3, 100000, 0));
+    t_cached = ms_since(t0);
+    t0 = tutti__now_ns();
+    /* Best of 3 (of 2 over unflushed buffers, whose passes are longer): the best is the one
+     * the neighbours disturbed least. */
+    m->copy_mem_bps = rate((double)big, best_pass(OP_COPY, dst, src, big, 3 - !flush, 0, flush));
+    m->reduce_mem_bps =
+        rate((double)big, best_pass(OP_REDUCE, dst, src, big, 3 - !flush, 0, flush));
+    t_mem = ms_since(t0);
+    t0 = tutti__now_ns();
+    m->cma_call_s = best_pass(OP_CMA, dst, src, 8, 5, 20000, 0);
     if (m->cma_call_s < 0) m->cma_call_s = 0; /* refused: the model keeps its fallbacks */
     else tutti__measure_cma(m, dst, src); /* where it fails, cma keeps its fallback */
+    t_cma = ms_since(t0);
   }
   if (src) munmap(src, big);
   if (dst) munmap(dst, big);
+  INFO("tune", -1, "measuring memory: buffers 2 x %zu KiB %.1f ms, in cache %.1f ms, out of "
+       "cache %.1f ms, single copy %.1f ms", big >> 10, t_map, t_cached, t_mem, t_cma);
   return ok && m->copy_mem_bps > 0 ? 0 : -1;
 }

@@ -26,8 +26,17 @@
 #include "core/internal.h"
 #include "tune/model.h"
 
-#define TRIAL_NS 1000000 /* each trial's deadline: 1 ms */
+#define TRIAL_NS 500000 /* each trial's deadline: 0.5 ms */
 #define TRIALS 3
+#define GIVE_UP_NS 10000000 /* a partner that never answered within 10 ms: not scheduled */
+/* Once the partner has answered, a mode's trials start only within BUDGET_NS of that, and an
+ * answer is awaited at most STALL_NS past the trial and the budget: on a busy machine the
+ * partner is preempted for a time slice at a time, and waiting for each (up to 10 ms a trial,
+ * three trials, three modes) cost 30-90 ms a job at a load of 6-8, for samples the median
+ * drops anyway. */
+#define BUDGET_NS 2000000
+#define STALL_NS 2000000
+#define STABLE 0.1 /* two trials whose medians differ by less than this fraction: enough */
 
 typedef struct pair {
   _Alignas(64) atomic_int turn; /* whose move it is: odd for the partner, even for the main */
@@ -100,6 +109,15 @@ static double median(double *v, int k) {
   return k ? v[k / 2] : -1;
 }
 
+/* Whether the trial just ended (samples from..to of v) agrees with the one before it
+ * (prev..from) within STABLE: the figure is settled and further trials would only cost time.
+ * Sorts both ranges in place (the caller's median sorts everything anyway). */
+static int stable(double *v, int prev, int from, int to) {
+  if (prev < 0 || from - prev < 1 || to - from < 1) return 0;
+  double a = median(v + prev, from - prev), b = median(v + from, to - from);
+  return a > 0 && b > 0 && (a > b ? a - b : b - a) <= STABLE * (a < b ? a : b);
+}
+
 #define MAX_SAMPLES 512
 
 /* Runs the main side of trials of round trips; returns the median round trip in seconds, or
@@ -119,9 +137,13 @@ static double run_pair(pair_t *p, int mode, int rounds) {
     free(v);
     return -1;
   }
-  int t = 0;
+  int t = 0, prev = -1;
+  int64_t first = 0; /* when the partner first answered */
   for (int k = 0; k < TRIALS; k++) {
     int64_t t0 = tutti__now_ns(), end = t0 + TRIAL_NS, now = t0;
+    if (first && t0 > first + BUDGET_NS) break;
+    int64_t budget = first + BUDGET_NS > end ? first + BUDGET_NS : end;
+    int from = nv;
     int done = 0;
     while (done < rounds && now < end) {
       atomic_store_explicit(&p->turn, t + 1, memory_order_release);
@@ -131,10 +153,14 @@ static double run_pair(pair_t *p, int mode, int rounds) {
         if (mode == MODE_FUTEX) futex_wait(&p->turn, t + 1);
         else if (i & 63) continue;
         else sched_yield();
-        if (tutti__now_ns() > end + 10 * (int64_t)TRIAL_NS) goto out;
+        if (tutti__now_ns() > (first ? budget + STALL_NS : t0 + GIVE_UP_NS)) goto out;
       }
       t += 2;
       int64_t back = tutti__now_ns();
+      if (!first) {
+        first = back;
+        budget = first + BUDGET_NS > end ? first + BUDGET_NS : end;
+      }
       if (mode == MODE_WRITE) {
         memcpy(p->dst, p->buf, p->buf_bytes);
         double c = (double)(tutti__now_ns() - back) / 1e9;
@@ -146,6 +172,8 @@ static double run_pair(pair_t *p, int mode, int rounds) {
       done++;
       now = tutti__now_ns();
     }
+    if (stable(v, prev, from, nv)) break;
+    prev = from;
   }
 out:
   atomic_store(&p->stop, 1);
@@ -273,16 +301,19 @@ int tutti__measure_tcp(tutti_model_t *m) {
   }
   memset(big, 1, e.stream_bytes);
   char ping[8] = "tutti!!";
-  double v[3 * 50];
-  int nv = 0;
+  double v[TRIALS * 50];
+  int nv = 0, prev = -1;
   for (int k = 0; k < TRIALS; k++) {
     int64_t t0 = tutti__now_ns(), now = t0;
+    int from = nv;
     for (int done = 0; done < 50 && now < t0 + TRIAL_NS; done++) {
       if (full_io(a, ping, 8, 1) || full_io(a, ping, 8, 0)) goto stop;
       int64_t back = tutti__now_ns();
       v[nv++] = (double)(back - now) / 1e9 / 2;
       now = back;
     }
+    if (stable(v, prev, from, nv)) break;
+    prev = from;
   }
   m->tcp_alpha_s = median(v, nv);
   memset(ping, 0, sizeof ping);

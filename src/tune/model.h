@@ -17,8 +17,9 @@
 
 /* What the measured figures mean (part of the host cache's key): raised whenever a figure
  * is measured differently, so caches of older builds are measured again. 2: single copy
- * from ordinary pages out of cache. */
-#define TUTTI_MEASURE_VERSION 2
+ * from ordinary pages out of cache. 3: copy and reduce from memory over flushed buffers of
+ * 4x L2 (measure.c). */
+#define TUTTI_MEASURE_VERSION 3
 
 /* Where a model's numbers came from. */
 typedef enum {
@@ -48,7 +49,8 @@ typedef struct tutti_model {
   /* Caches, from sysfs or sysconf. */
   size_t l1d_bytes, l2_bytes, l3_bytes;
   /* Bandwidths in bytes per second, one core: memcpy and a float32 sum c = a + b through
-   * tutti__reduce, with the working set in L2 ("cached") or twice the last-level cache. */
+   * tutti__reduce, with the working set in L2 ("cached") or read from memory (buffers
+   * flushed from the caches, or twice the last-level cache where they cannot be). */
   double copy_cached_bps, copy_mem_bps;
   double reduce_cached_bps, reduce_mem_bps;
   /* Two threads of one process pinned to different CPUs (an approximation of two local
@@ -105,7 +107,7 @@ int tutti__measure_tcp(tutti_model_t *m);
 int tutti__measure_cma(tutti_model_t *m, char *dst0, char *dst1);
 /* Helpers of the measurements: a CPU this process may run on other than the current one, or
  * -1; pinning the calling thread to cpu (nothing for -1); evicting a buffer from every cache
- * level (0, or -1 where the architecture has no user-mode flush). */
+ * level (0, or -1 where the architecture has no user-mode flush; bytes 0 asks only that). */
 int tutti__measure_other_cpu(void);
 void tutti__measure_pin(int cpu);
 int tutti__measure_flush(const char *p, size_t bytes);
