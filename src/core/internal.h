@@ -197,6 +197,10 @@ struct tutti_comm {
   int post_wait; /* 1 + the peer the wait loop's condition (a one-shot mailbox) waits on, or 0 */
   uint32_t verify_seq; /* the oldest rooted call some local peer had not published, or 0 */
   int64_t call_start_ns;
+  /* The running call only copies into its output (all-gather, broadcast), which is larger
+   * than the last-level cache: the shared-memory transport streams received bytes past the
+   * cache (shm.c), saving the read of each output line an ordinary store makes first. */
+  int recv_nt;
   unsigned report_seen; /* SIGUSR1 reports already written (forensics.c) */
   int listen_fd;       /* the data listener, kept open for tutti_comm_shrink */
   int retired_fd;      /* the listener of the communicator this one was shrunk from, or -1:

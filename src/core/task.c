@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "algo/cma.h"
 #include "core/engine.h"
 #include "core/userop.h"
 #include "kernels/kernels.h"
@@ -63,6 +64,9 @@ static tutti_result_t run_algorithm(struct tutti_comm *comm, tutti_coll_args_t *
   /* One clock read per call: the deadline counts from the call's start. */
   a->deadline = comm->call_start_ns + (int64_t)(comm->cfg.timeout_s * 1e9);
   const tutti_algo_t *algo = tutti__algo_select(comm, a);
+  comm->recv_nt = (a->coll == TUTTI_COLL_ALLGATHER || a->coll == TUTTI_COLL_BROADCAST) &&
+                  tutti__cma_nt(comm, a->count * a->esize *
+                                (a->coll == TUTTI_COLL_ALLGATHER ? (size_t)comm->nranks : 1));
   if (!algo)
     return tutti__error(comm, TUTTI_ERR_INTERNAL, "no algorithm implements %s",
                         tutti__coll_name(a->coll));

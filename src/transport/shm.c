@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "kernels/kernels.h"
 #include "transport/shm_seg.h"
 
 long tutti__shm_futex(_Atomic uint32_t *addr, int op, uint32_t val, const struct timespec *ts) {
@@ -182,8 +183,9 @@ static tutti_result_t shm_recv(tutti_transport_t *t, int peer, void *buf, size_t
   *moved = n;
   size_t pos = (size_t)tail & (qbytes - 1);
   size_t first = n < qbytes - pos ? n : qbytes - pos;
-  memcpy(buf, data + pos, first);
-  memcpy((char *)buf + first, data, n - first);
+  int nt = t->comm->recv_nt;
+  tutti__copy(buf, data + pos, first, nt);
+  tutti__copy((char *)buf + first, data, n - first, nt);
   atomic_store_explicit(&r->tail, tail + n, memory_order_release);
   ring_bell(s, from);
   return TUTTI_SUCCESS;

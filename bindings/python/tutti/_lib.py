@@ -78,6 +78,8 @@ _SIGNATURES = {
     "tutti_last_init_error": [],
     "tutti_comm_shrink": [_comm, ctypes.POINTER(_comm)],
     "tutti_comm_set_timeout": [_comm, ctypes.c_double],
+    "tutti_mem_alloc": [_comm, _size, ctypes.POINTER(_ptr)],
+    "tutti_mem_free": [_comm, _ptr],
 }
 # Every blocking collective above has a non-blocking twin taking a trailing tutti_request_t *.
 for _name in ["allgather", "allreduce", "reduce_scatter", "broadcast", "reduce", "barrier",

@@ -13,6 +13,7 @@ import ctypes
 import enum
 import operator
 import threading
+import weakref
 
 import numpy as np
 
@@ -246,6 +247,8 @@ class Communicator:
         check(lib.tutti_comm_rank(self._handle, ctypes.byref(r)), self._handle, "tutti_comm_rank")
         check(lib.tutti_comm_size(self._handle, ctypes.byref(s)), self._handle, "tutti_comm_size")
         self.rank, self.size = r.value, s.value
+        # Live registered regions (mem_empty), which destroy frees with the communicator.
+        self._regions = weakref.WeakSet()
 
     # ---- lifetime -------------------------------------------------------------------------
     def _h(self):
@@ -257,6 +260,8 @@ class Communicator:
         """Frees the communicator (never blocks on peers). Safe to call twice."""
         if self._handle:
             h, self._handle = self._handle, None
+            for reg in list(self._regions):
+                reg.ptr = None  # tutti_comm_destroy frees it
             rc = self._lib.tutti_comm_destroy(h)
             if rc != 0:
                 check(rc, None, "tutti_comm_destroy")
@@ -287,6 +292,23 @@ class Communicator:
         check(lib.tutti_comm_shrink(self._h(), ctypes.byref(new)), self._handle,
               "tutti_comm_shrink")
         return Communicator(new)
+
+    def mem_empty(self, shape, dtype=np.float32):
+        """An uninitialised array in registered memory (tutti_mem_alloc): a NumPy array, or a
+        CPU torch tensor when dtype is a torch dtype. Collectives over buffers registered on
+        every local rank let the single-copy algorithm read peers' buffers in place. Freed
+        when the last reference goes; do not use it after this communicator is destroyed."""
+        from ._registered import Region
+        shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(shape)
+        n = 1
+        for s in shape:
+            n *= s
+        if B.is_tensor_dtype(dtype):
+            import torch
+            size = torch.empty((), dtype=dtype).element_size()
+            return Region(self, max(n * size, 1)).tensor(shape, dtype)
+        size = np.dtype(dtype).itemsize
+        return Region(self, max(n * size, 1)).numpy(shape, dtype)
 
     def set_timeout(self, seconds):
         """tutti_comm_set_timeout: the deadline, in seconds, of every later wait of this

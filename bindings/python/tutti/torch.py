@@ -31,6 +31,7 @@ import torch.distributed as dist
 
 from . import communicator as _c
 from ._lib import lib
+from ._registered import StagingPool
 from ._torch_caller import RETURNS_WORK, WAITS, caller_waits
 from ._torch_work import Waiter, back_to_back, completed, moving, overlaps, plain
 from .errors import bad_argument, check
@@ -191,6 +192,9 @@ class ProcessGroupTutti(dist.ProcessGroup):
         self.comm = comm
         self._rank, self._size = comm.rank, comm.size
         self._waiter = Waiter()
+        # The group's own staging buffers (list forms of all_gather and reduce_scatter) are
+        # registered memory, so that the single-copy algorithm reads them in place.
+        self._staging = StagingPool(comm)
         seconds = timeout.total_seconds() if hasattr(timeout, "total_seconds") else timeout
         if seconds is not None and seconds > 0:
             # torch's timeout= is the communicator's deadline for every wait.
@@ -204,6 +208,9 @@ class ProcessGroupTutti(dist.ProcessGroup):
         w, self._waiter = getattr(self, "_waiter", None), None
         if w is not None:
             w.stop()
+        st, self._staging = getattr(self, "_staging", None), None
+        if st is not None:
+            st.clear()
         c, self.comm = getattr(self, "comm", None), None
         if c is not None:
             c.destroy()
@@ -376,6 +383,15 @@ class ProcessGroupTutti(dist.ProcessGroup):
             if do[0] == ds[self._rank][0] or not overlaps(ds[0][0], total, do[0], piece):
                 return self._run(self._mode(frame, total), "reduce_scatter",
                                  (ds[0][0], do[0], do[1], do[2], op, h), (ins, out), [out])
+        if h and ds and do is not None and do[2] is not None:
+            # One registered buffer of the concatenated inputs, which the peers read.
+            piece = do[1] * do[3]
+            reg = self._staging.take(piece * self._size)
+            flat = reg.tensor((do[1] * self._size,), out.dtype)
+            torch.cat([i.reshape(-1) for i in ins], out=flat)
+            return self._run(self._mode(frame, piece * self._size), "reduce_scatter",
+                             (flat.data_ptr(), do[0], do[1], do[2], op, h), (ins, out, flat),
+                             [out], lambda: self._staging.give(reg))
         flat = torch.cat([i.reshape(-1) for i in ins])
         return self._reduce_scatter_flat(out, flat, opts, frame)
 
@@ -442,9 +458,15 @@ class ProcessGroupTutti(dist.ProcessGroup):
                 # straight into them, in place when the input is this rank's chunk.
                 return self._run(mode, "allgather", (p, ds[0][0], n, code, h), (t, outs),
                                  output_tensors)
-            flat = torch.empty(self._size * t.numel(), dtype=t.dtype)
-            return self._run(mode, "allgather", (p, flat.data_ptr(), n, code, h), (t, flat),
-                             output_tensors, lambda: _copy_out(flat, outs))
+            # Gathered in place in one registered buffer: this rank's piece is copied in first
+            # (the copy an out-of-place call makes anyway), and the peers read it in place.
+            reg = self._staging.take(total)
+            flat = reg.tensor((self._size * t.numel(),), t.dtype)
+            mine = flat[self._rank * t.numel():(self._rank + 1) * t.numel()]
+            mine.copy_(t.reshape(-1))
+            return self._run(mode, "allgather", (mine.data_ptr(), flat.data_ptr(), n, code, h),
+                             (t, flat), output_tensors,
+                             lambda: (_copy_out(flat, outs), self._staging.give(reg)))
         mode = self._general_mode(frame)
         t = t.contiguous()
         flat = torch.empty(self._size * t.numel(), dtype=t.dtype)
