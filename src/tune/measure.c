@@ -94,10 +94,10 @@ typedef enum { OP_COPY, OP_REDUCE, OP_CMA } mem_op_t;
  * With flush, both buffers are evicted from every cache level before each repetition (one
  * pass each then), so a buffer a few times L2 stands for one larger than the last-level
  * cache; two such passes within 5% of each other end the repetitions (a third would move
- * the figure less than the run-to-run spread). Timed in this thread's CPU time, not the wall clock: on a machine busy with other
- * jobs a pass is often preempted (at a load of 16 on 2 cores, wall-clock passes over memory
- * ran 4 GB/s where they run 10.7 on the quiet machine), and what the model wants is the
- * speed of the copy while it runs. */
+ * the figure less than the run-to-run spread). Timed in this thread's CPU time, not the
+ * wall clock: on a machine busy with other jobs a pass is often preempted (at a load of 16 on
+ * 2 cores, wall-clock passes over memory ran 4 GB/s where they run 10.7 on the quiet
+ * machine), and what the model wants is the speed of the copy while it runs. */
 static double best_pass(mem_op_t op, char *dst, char *src, size_t bytes, int reps,
                         int64_t min_ns, int flush) {
   double best = -1;
