@@ -14,6 +14,8 @@
 #include <string.h>
 #include <time.h>
 #include <linux/sockios.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -168,8 +170,16 @@ static void tcp_fail(tutti_transport_t *tp, const char *reason) {
   }
 }
 
-/* Bytes of fd's stream the peer has not acknowledged yet (sent or still queued), 0 on error. */
+/*
+ * Bytes of fd's stream the peer has not acknowledged yet (sent or still queued), 0 on error.
+ * A socket the peer reset (it had closed already, and our goodbye or FIN reached a closed
+ * socket) keeps its stale count forever, so a closed socket counts as acknowledged.
+ */
 static int unacked(int fd) {
+  struct tcp_info ti;
+  socklen_t len = sizeof ti;
+  if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0 && ti.tcpi_state == TCP_CLOSE)
+    return 0;
   int n = 0;
   return ioctl(fd, SIOCOUTQ, &n) == 0 ? n : 0;
 }

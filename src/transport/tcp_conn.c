@@ -351,7 +351,13 @@ static int drive_pending(tcp_transport_t *t, int i, int64_t now) {
   if (q->step == 1) {
     int rc = read_msg(q->fd, q->buf, sizeof(tcp_hello_t), &q->pos);
     if (rc < 0) {
-      drop_pending(t, i, "it closed the connection before its hello", 1);
+      /* After a correct knock this is a rank that lost the tie-break of two crossing
+       * connections and withdrew (admit()): normal, so logged at INFO, not WARN. */
+      char who[64];
+      INFO("net", t->base.comm->rank, "a data connection from %s closed before its hello "
+           "(a crossing connection withdrawn)",
+           tutti__auth_peer_name(q->fd, who, sizeof who));
+      drop_pending(t, i, NULL, 0);
       return 1;
     }
     if (rc == 1) return admit(t, i);

@@ -9,6 +9,8 @@
  *                while the group's valid calls still run (item 16)
  *   last_error   the first failure stays in tutti_comm_last_error after a later argument
  *                error (item 13)
+ *   destroy_gone destroying communicators whose peer has already closed its sockets takes
+ *                no waiting: each used to stall 2 s on a reset socket's stale send queue
  *   decisions    alltoallv with overlapping receive blocks and alltoall in place are
  *                INVALID_ARGUMENT; set_timeout with a request in flight is INVALID_USAGE;
  *                integer AVG wraps its sum in the element type (item 16)
@@ -19,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tutti.h"
@@ -69,6 +72,36 @@ static void group_many(tutti_comm_t world) {
     CHECK(out[i] == 3 * (i + 1), "communicator %d: sum %d, expected %d", i, out[i], 3 * (i + 1));
   }
   for (int i = 0; i < NCOMMS; i++) tutti_comm_destroy(c[i]);
+}
+
+#define NGONE 8
+
+static void destroy_gone(tutti_comm_t world) {
+  tutti_comm_t c[NGONE];
+  for (int i = 0; i < NGONE; i++) {
+    tutti_result_t r = tutti_comm_dup(world, &c[i]);
+    CHECK(r == TUTTI_SUCCESS, "dup %d: %s", i, tutti_comm_last_error(world));
+    if (r != TUTTI_SUCCESS) exit(1);
+    int32_t one = 1, sum = 0; /* connects the pair on this communicator */
+    r = tutti_allreduce(&one, &sum, 1, TUTTI_INT32, TUTTI_SUM, c[i]);
+    CHECK(r == TUTTI_SUCCESS && sum == 2, "allreduce on dup %d: %s, sum %d",
+          i, tutti_result_string(r), (int)sum);
+  }
+  int32_t done = 1;
+  if (rank == 1) {
+    for (int i = 0; i < NGONE; i++) tutti_comm_destroy(c[i]);
+    tutti_send(&done, 1, TUTTI_INT32, 0, world);
+    return;
+  }
+  tutti_recv(&done, 1, TUTTI_INT32, 1, world);
+  usleep(100000); /* rank 1's closed sockets answer anything more with a reset */
+  struct timespec a, b;
+  clock_gettime(CLOCK_MONOTONIC, &a);
+  for (int i = 0; i < NGONE; i++) tutti_comm_destroy(c[i]);
+  clock_gettime(CLOCK_MONOTONIC, &b);
+  double s = (double)(b.tv_sec - a.tv_sec) + 1e-9 * (double)(b.tv_nsec - a.tv_nsec);
+  /* Normally milliseconds; the defect took 2 s per communicator. The bound only catches it. */
+  CHECK(s < (double)NGONE, "destroying %d communicators whose peer is gone took %.2f s", NGONE, s);
 }
 
 static void group_order(tutti_comm_t c) {
@@ -233,6 +266,8 @@ int main(int argc, char **argv) {
   const char *k = argv[1];
   if (!strcmp(k, "group_many"))
     group_many(c);
+  else if (!strcmp(k, "destroy_gone"))
+    destroy_gone(c);
   else if (!strcmp(k, "group_order"))
     group_order(c);
   else if (!strcmp(k, "group_bad"))

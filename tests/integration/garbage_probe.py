@@ -50,8 +50,10 @@ def proof(key, na, nc, ident):
     return hmac.new(key, b"tutti-c" + na + nc + ident, hashlib.sha256).digest()
 
 
-def hello(key, na, rank=1, job_id=0):
-    ident = struct.pack("<IiQ", HELLO_MAGIC, rank, job_id)
+def hello(key, na, rank=1, job_id=0, sock=0, nsocks=1):
+    # tcp_ident_t (src/transport/tcp_conn.c): magic, rank, job id, socket, sockets per pair.
+    # A short hello would be refused only as "closed before its hello", testing nothing.
+    ident = struct.pack("<IiQii", HELLO_MAGIC, rank, job_id, sock, nsocks)
     nc = os.urandom(32)
     return ident + nc + proof(key, na, nc, ident)
 
