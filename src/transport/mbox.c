@@ -264,25 +264,29 @@ static tutti_result_t check_call(struct tutti_comm *comm, shm_transport_t *s, ui
 }
 
 /* Compares the pending rooted calls (comm->verify_seq on), oldest first, that every peer
- * has started, and leaves verify_seq on the oldest that some peer has not (or 0). This
- * rank's entries for them are all still there: call_publish settles a pending call before
- * its entry is overwritten. */
-static tutti_result_t published_pending(shm_transport_t *s) {
+ * has started, and leaves verify_seq on the oldest that some peer has not (or 0). all_calls:
+ * also compares the later calls some peers have started (a rank that waits long, or has a
+ * message of another call in hand), where the end of a call stops at the first unfinished
+ * one. This rank's entries for them are all still there: call_publish settles a pending call
+ * before its entry is overwritten. */
+static tutti_result_t published_pending(shm_transport_t *s, int all_calls) {
   struct tutti_comm *comm = s->base.comm;
-  int all = 1;
-  while (comm->verify_seq && reached(comm->seq, comm->verify_seq)) {
-    TRY(check_call(comm, s, comm->verify_seq, &all));
-    if (!all) break;
-    comm->verify_seq = comm->verify_seq == comm->seq ? 0 : comm->verify_seq + 1;
+  uint32_t oldest = 0;
+  for (uint32_t k = comm->verify_seq; k && reached(comm->seq, k); k++) {
+    int all;
+    TRY(check_call(comm, s, k, &all));
+    if (!all && !oldest) oldest = k;
+    if ((!all && !all_calls) || k == comm->seq) break;
   }
+  comm->verify_seq = oldest;
   return TUTTI_SUCCESS;
 }
 
 /* The published-calls check: the pending rooted calls, then the current one. */
-static tutti_result_t published_conflict(shm_transport_t *s, int rooted) {
+static tutti_result_t published_conflict(shm_transport_t *s, int rooted, int all_calls) {
   struct tutti_comm *comm = s->base.comm;
   if (s->nlocal < 2 || comm->call_seq != comm->seq || comm->seq == 0) return TUTTI_SUCCESS;
-  TRY(published_pending(s));
+  TRY(published_pending(s, all_calls));
   int all;
   TRY(check_call(comm, s, comm->seq, &all));
   if (rooted && !all && !comm->verify_seq) comm->verify_seq = comm->seq;
@@ -356,7 +360,7 @@ static tutti_result_t settle_pending(shm_transport_t *s) {
     TRY(check_call(comm, s, k, &all));
     /* Every peer started k: on to the next call some peer has not. */
     comm->verify_seq = k + 1;
-    TRY(published_pending(s));
+    TRY(published_pending(s, 0));
   }
   return TUTTI_SUCCESS;
 }
@@ -403,7 +407,7 @@ static tutti_result_t call_conflict(tutti_transport_t *t, int rooted) {
   struct tutti_comm *comm = t->comm;
   int oneshot = comm->mbox == t && s->mseq && s->mhdr.seq == comm->seq;
   if (!comm->verify_seq || !oneshot) s->mverify = 0;
-  if (!oneshot || (comm->verify_seq && !s->mverify)) return published_conflict(s, rooted);
+  if (!oneshot || (comm->verify_seq && !s->mverify)) return published_conflict(s, rooted, 0);
   if (rooted) s->mverify = 1;
   if (!s->mverify) return TUTTI_SUCCESS;
   uint32_t first = first_unchecked(s);
@@ -421,7 +425,7 @@ static tutti_result_t call_conflict(tutti_transport_t *t, int rooted) {
 
 tutti_result_t tutti__shm_check(tutti_transport_t *t) {
   TRY(mbox_conflict((shm_transport_t *)t));
-  return published_conflict((shm_transport_t *)t, 0);
+  return published_conflict((shm_transport_t *)t, 0, 1);
 }
 
 const tutti_mbox_ops_t tutti__shm_mbox_ops = {
