@@ -74,6 +74,8 @@ tutti_result_t tutti__bruck_allgather(struct tutti_comm *comm, const tutti_coll_
     TRY(tutti__own_exchange(comm, a, tutti__mod(r - 1, n), own, from,
                             w + (size_t)from * bytes, bytes));
     d = 2;
+  } else {
+    tutti__copy_if_apart(own, a->sendbuf, bytes);
   }
   for (; d < n; d <<= 1) {
     int cnt = d < n - d ? d : n - d, to = tutti__mod(r - d, n), from = tutti__mod(r + d, n);
