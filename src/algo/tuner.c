@@ -43,6 +43,8 @@ static const tutti_cost_params_t params[2] = {
     {"network", 100.0e-6, 1.0 / 0.4e9, 1.0 / 7.0e9},
 };
 #define UNPIPELINED 1.5
+/* A futex wake-up between two CPUs where none was measured (the development VM: 1-8 us). */
+#define FALLBACK_WAKE 1.0e-6
 
 /* A measured quantity where there is one, else the fallback. */
 static double or_else(const tutti_model_t *m, size_t off, double fallback) {
@@ -76,6 +78,38 @@ void tutti__model_params(const tutti_model_t *m, int network, size_t footprint,
    * the receiver's core; each byte is copied twice, into the queue and out of it. */
   if (m->handoff_s > 0) out->alpha = 2 * m->handoff_s;
   if (copy > 0) out->beta_copy = 2.0 / copy;
+}
+
+/*
+ * Ranks per CPU on the most crowded host: 1 where every rank has a CPU (or the CPUs are not
+ * known). The same on every rank: the model and the topology are.
+ */
+static double crowding(const tutti_tune_query_t *q) {
+  const tutti_model_t *m = q->model;
+  if (!m || !m->cpus || (size_t)q->max_local <= m->cpus) return 1;
+  return (double)q->max_local / (double)m->cpus;
+}
+
+/*
+ * Where ranks outnumber CPUs they take turns: a CPU does the work of `crowd` ranks, so every
+ * byte costs that many times more, and a rank that waits for a message has usually given its
+ * CPU up, so each message on the critical path also costs a wake-up (measured). The model
+ * then favours the algorithms with fewer steps and fewer bytes in all (single copy, one-shot)
+ * over the pipelined ones, as measured at n = 4 on 2 CPUs (bench/results/2026-12-02-s4).
+ */
+static void crowd_local(const tutti_tune_query_t *q, tutti_cost_params_t *c) {
+  double k = crowding(q);
+  if (k <= 1) return;
+  c->alpha += MEASURED(q->model, wake_s, FALLBACK_WAKE);
+  c->beta_copy *= k;
+  c->beta_reduce *= k;
+}
+
+/* The parameters for q's bytes at link class network, crowding included. */
+static void params_for(const tutti_tune_query_t *q, int network, size_t footprint,
+                       tutti_cost_params_t *out) {
+  tutti__model_params(q->model, network, footprint, out);
+  if (!network) crowd_local(q, out);
 }
 
 /* The per-byte factor of an algorithm that moves msg bytes per message without chunking. */
@@ -143,7 +177,7 @@ double tutti__cost_ring(const tutti_tune_query_t *q, const tutti_cost_params_t *
     double fill = (n - 2) * hop;
     if (q->nhosts > 1) {
       tutti_cost_params_t s;
-      tutti__model_params(q->model, 0, 2 * q->bytes, &s);
+      params_for(q, 0, 2 * q->bytes, &s);
       double local = s.alpha + piece * (s.beta_copy + red);
       fill = (q->nhosts - 1) * hop + (n - q->nhosts - 1) * local;
     }
@@ -232,7 +266,7 @@ double tutti__cost_hier(const tutti_tune_query_t *q, const tutti_cost_params_t *
               q->nhosts <= TUTTI_HIER_SMALL_HOSTS;
   if (q->nhosts <= 1 || (q->nhosts == q->nranks && !small)) return -1;
   tutti_cost_params_t s;
-  tutti__model_params(q->model, 0, 2 * q->bytes, &s);
+  params_for(q, 0, 2 * q->bytes, &s);
   double sl = m / L, kl = chunks(sl, C);  /* a local rank's slice */
   double ib = sl / H, ki = chunks(ib, C); /* an index group's block */
   switch (q->coll) {
@@ -291,32 +325,38 @@ size_t tutti__oneshot_payload(const tutti_tune_query_t *q) {
 #define OS_PEER 0.03e-6
 #define BETA_POST (1.0 / 10.0e9)
 #define BETA_PEER (1.0 / 8.0e9)
-/* A root runs at most MBOX_DEPTH - 1 calls ahead of its slowest reader, while the queues of
- * the chain and the tree let it run megabytes ahead: each reader past the first costs the
- * root a wake-up (measured: a futex wake-up between two threads). Fallback: at n = 4 (two
- * ranks a core) 8-byte broadcasts took 3.3 us one-shot, 1.2 us on the chain. */
-#define OS_BCAST_LAG 1.0e-6
+/* A broadcast's readers need nothing from each other, so more readers cost the root nothing
+ * while each has a CPU; where they take turns, the root waits for the last one to be run
+ * before it may reuse the mailbox, one wake-up (crowding, above). (Until 2026-12-02 every
+ * reader past the first was charged a wake-up here, after an older one-shot path that read
+ * every peer's published call: at n = 4 on 2 CPUs, 8-byte broadcasts now take 1.7 us
+ * one-shot against the chain's 3.0, where that term predicted 4x.) */
 
 typedef struct os_params {
-  double alpha, peer, beta_post, beta_peer, bcast_lag;
+  double alpha, peer, beta_post, beta_peer;
 } os_params_t;
 
-static os_params_t oneshot_params(const tutti_model_t *m) {
-  os_params_t o = {OS_ALPHA, OS_PEER, BETA_POST, BETA_PEER, OS_BCAST_LAG};
-  if (!m) return o;
-  if (m->handoff_s > 0) {
+static os_params_t oneshot_params(const tutti_tune_query_t *q) {
+  const tutti_model_t *m = q->model;
+  os_params_t o = {OS_ALPHA, OS_PEER, BETA_POST, BETA_PEER};
+  if (m && m->handoff_s > 0) {
     o.alpha = m->handoff_s;
     o.peer = m->handoff_s / 2;
   }
-  if (m->copy_cached_bps > 0) o.beta_post = 1.0 / m->copy_cached_bps;
-  if (m->xcore_bps > 0) o.beta_peer = 1.0 / m->xcore_bps;
-  o.bcast_lag = MEASURED(m, wake_s, o.bcast_lag);
+  if (m && m->copy_cached_bps > 0) o.beta_post = 1.0 / m->copy_cached_bps;
+  if (m && m->xcore_bps > 0) o.beta_peer = 1.0 / m->xcore_bps;
+  double k = crowding(q);
+  if (k > 1) {
+    o.alpha += MEASURED(m, wake_s, FALLBACK_WAKE);
+    o.beta_post *= k;
+    o.beta_peer *= k;
+  }
   return o;
 }
 
 double tutti__cost_oneshot(const tutti_tune_query_t *q, const tutti_cost_params_t *c) {
   double n = q->nranks, m = (double)q->bytes;
-  os_params_t o = oneshot_params(q->model);
+  os_params_t o = oneshot_params(q);
   double base = o.alpha + (n - 1) * o.peer + (double)tutti__oneshot_payload(q) * o.beta_post;
   switch (q->coll) {
   case TUTTI_COLL_ALLREDUCE:
@@ -324,7 +364,7 @@ double tutti__cost_oneshot(const tutti_tune_query_t *q, const tutti_cost_params_
   case TUTTI_COLL_REDUCE_SCATTER:
     return base + (n - 1) * m / n * (o.beta_peer + c->beta_reduce);
   case TUTTI_COLL_ALLGATHER: return base + (n - 1) * m / n * o.beta_peer;
-  case TUTTI_COLL_BROADCAST: return base + m * o.beta_peer + (n - 2) * o.bcast_lag;
+  case TUTTI_COLL_BROADCAST: return base + m * o.beta_peer;
   case TUTTI_COLL_BARRIER: return base;
   default: return -1;
   }
@@ -341,8 +381,8 @@ double tutti__cost_oneshot(const tutti_tune_query_t *q, const tutti_cost_params_
 double tutti__cost_det(const tutti_tune_query_t *q, const tutti_cost_params_t *c) {
   double n = q->nranks, m = (double)q->bytes, blk = m / n;
   double k = chunks(blk, (double)q->chunk_bytes);
-  double own = q->model && q->model->copy_cached_bps > 0 ? 1.0 / q->model->copy_cached_bps
-                                                         : BETA_POST;
+  double own = crowding(q) * (q->model && q->model->copy_cached_bps > 0
+                                  ? 1.0 / q->model->copy_cached_bps : BETA_POST);
   if (q->nranks == 1) return 0;
   double rs = k * n / 2 * c->alpha + (n - 1) * blk * (c->beta_copy + c->beta_reduce) + blk * own;
   switch (q->coll) {
@@ -363,7 +403,10 @@ double tutti__cost_det(const tutti_tune_query_t *q, const tutti_cost_params_t *c
 #define CMA_COPY_SLOWDOWN 2.5
 #define CMA_FIXED 2.0e-6
 /* Broadcast splits each receiver's copy between the root's writes and the receiver's reads
- * (cma_copy.c), so two cores copy each receiver's bytes at once: half the time each. */
+ * (cma_copy.c), so two cores copy each receiver's bytes at once: half the time each. The root
+ * also copies its own input to its output (out of place, as the chain's root does while its
+ * chunks travel: one copy, half of a transport's two); leaving that out made cma look twice
+ * as fast as the chain at n = 2, where both measured the same (1 and 16 MiB, 2026-12-02). */
 #define CMA_BCAST_RATIO 0.5
 
 static double cma_bytes(const tutti_tune_query_t *q, const tutti_cost_params_t *c, double n,
@@ -372,7 +415,8 @@ static double cma_bytes(const tutti_tune_query_t *q, const tutti_cost_params_t *
 double tutti__cost_cma(const tutti_tune_query_t *q, const tutti_cost_params_t *c) {
   double n = q->nranks, m = (double)q->bytes, part = (n - 1) / n * m;
   const tutti_model_t *md = q->model;
-  double beta = md && md->cma_bps > 0 ? 1.0 / md->cma_bps : CMA_COPY_SLOWDOWN * c->beta_copy;
+  double beta = md && md->cma_bps > 0 ? crowding(q) / md->cma_bps
+                                      : CMA_COPY_SLOWDOWN * c->beta_copy;
   double fixed = MEASURED(md, cma_call_s, CMA_FIXED);
   if (!q->cma || q->nranks == 1) return -1;
   double b = cma_bytes(q, c, n, m, part, beta);
@@ -390,7 +434,8 @@ static double cma_bytes(const tutti_tune_query_t *q, const tutti_cost_params_t *
   case TUTTI_COLL_REDUCE_SCATTER:
     return 2 * (n - 1) * c->alpha + part * (beta + c->beta_reduce);
   case TUTTI_COLL_ALLGATHER: return 2 * (n - 1) * c->alpha + part * beta;
-  case TUTTI_COLL_BROADCAST: return 2 * c->alpha + (n - 1) * m * CMA_BCAST_RATIO * beta;
+  case TUTTI_COLL_BROADCAST:
+    return 2 * c->alpha + (n - 1) * m * CMA_BCAST_RATIO * beta + m * c->beta_copy / 2;
   default: return -1;
   }
 }
@@ -398,7 +443,7 @@ static double cma_bytes(const tutti_tune_query_t *q, const tutti_cost_params_t *
 double tutti__tune_predict(const tutti_algo_t *algo, const tutti_tune_query_t *q) {
   if (!algo->cost || !runs(algo, q)) return -1;
   tutti_cost_params_t c;
-  tutti__model_params(q->model, q->network, 2 * q->bytes, &c);
+  params_for(q, q->network, 2 * q->bytes, &c);
   return algo->cost(q, &c);
 }
 

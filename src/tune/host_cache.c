@@ -46,8 +46,8 @@ void tutti__host_key(char *buf, size_t len) {
   }
   /* measure= names what the figures mean: a cache written by a build that measured
    * differently (1: single copy from huge pages in cache) is stale. */
-  snprintf(buf, len, "cpu=%s l1d=%zu l2=%zu l3=%zu kernel=%s boot=%s measure=%d", cpu,
-           m.l1d_bytes, m.l2_bytes, m.l3_bytes, u.release, boot, TUTTI_MEASURE_VERSION);
+  snprintf(buf, len, "cpu=%s cpus=%zu l1d=%zu l2=%zu l3=%zu kernel=%s boot=%s measure=%d", cpu,
+           m.cpus, m.l1d_bytes, m.l2_bytes, m.l3_bytes, u.release, boot, TUTTI_MEASURE_VERSION);
 }
 
 int tutti__host_cache_path(char *buf, size_t len) {

@@ -68,6 +68,7 @@ void tutti__measure_caches(tutti_model_t *m) {
   if (!m->l1d_bytes && (v = sysconf(_SC_LEVEL1_DCACHE_SIZE)) > 0) m->l1d_bytes = (size_t)v;
   if (!m->l2_bytes && (v = sysconf(_SC_LEVEL2_CACHE_SIZE)) > 0) m->l2_bytes = (size_t)v;
   if (!m->l3_bytes && (v = sysconf(_SC_LEVEL3_CACHE_SIZE)) > 0) m->l3_bytes = (size_t)v;
+  if ((v = sysconf(_SC_NPROCESSORS_ONLN)) > 0) m->cpus = (size_t)v;
 }
 
 static size_t clamp(size_t v, size_t lo, size_t hi) { return v < lo ? lo : v > hi ? hi : v; }

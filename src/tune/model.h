@@ -18,8 +18,8 @@
 /* What the measured figures mean (part of the host cache's key): raised whenever a figure
  * is measured differently, so caches of older builds are measured again. 2: single copy
  * from ordinary pages out of cache. 3: copy and reduce from memory over flushed buffers of
- * 4x L2 (measure.c). */
-#define TUTTI_MEASURE_VERSION 3
+ * 4x L2 (measure.c). 4: the CPUs online (the cost of more ranks than CPUs). */
+#define TUTTI_MEASURE_VERSION 4
 
 /* Where a model's numbers came from. */
 typedef enum {
@@ -48,6 +48,8 @@ typedef struct tutti_model {
   char origin[160];     /* a path, or how it was measured, for tutti-info --explain */
   /* Caches, from sysfs or sysconf. */
   size_t l1d_bytes, l2_bytes, l3_bytes;
+  /* CPUs online on the host: where it has more ranks than these, they take turns. */
+  size_t cpus;
   /* Bandwidths in bytes per second, one core: memcpy and a float32 sum c = a + b through
    * tutti__reduce, with the working set in L2 ("cached") or read from memory (buffers
    * flushed from the caches, or twice the last-level cache where they cannot be). */

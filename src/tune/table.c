@@ -27,7 +27,7 @@
 typedef struct field {
   const char *name;
   size_t off;
-  double scale; /* file value * scale = model value; 0: a size_t in bytes */
+  double scale; /* file value * scale = model value; 0: a size_t (bytes, or a count) */
 } field_t;
 
 #define F(name, member, scale) {name, offsetof(tutti_model_t, member), scale}
@@ -35,6 +35,7 @@ static const field_t fields[] = {
     F("l1d_bytes", l1d_bytes, 0),
     F("l2_bytes", l2_bytes, 0),
     F("l3_bytes", l3_bytes, 0),
+    F("cpus", cpus, 0),
     F("copy_cached_gbps", copy_cached_bps, 1e9),
     F("copy_mem_gbps", copy_mem_bps, 1e9),
     F("reduce_cached_gbps", reduce_cached_bps, 1e9),
@@ -273,7 +274,7 @@ int tutti__table_parse(const char *text, tutti_model_t *m, char *key_out, size_t
     }
     if (parse_value(&fields[i], val, &t)) {
       snprintf(why, sizeof why, "'%s' for %s is not a number from 0 to 1e15%s", val, c,
-               fields[i].scale == 0 ? " (whole bytes)" : "");
+               fields[i].scale == 0 ? " (a whole number)" : "");
       goto bad;
     }
   }

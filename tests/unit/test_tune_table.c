@@ -107,7 +107,7 @@ TEST(bad_tables_are_refused) {
       {"tutti-tune-table 1\ncopy_mem_gbps inf\n", "not a number"},
       {"tutti-tune-table 1\ncopy_mem_gbps 3x\n", "not a number"},
       {"tutti-tune-table 1\ncopy_mem_gbps 1e300\n", "not a number"},
-      {"tutti-tune-table 1\nl2_bytes 1.5\n", "whole bytes"},
+      {"tutti-tune-table 1\nl2_bytes 1.5\n", "a whole number"},
       {"tutti-tune-table 1\nsource guessed\n", "source 'guessed'"},
       {"tutti-tune-table 1\nrule allreduce 2 0-1m\n", "a rule is"},
       {"tutti-tune-table 1\nrule allreduce 2 0-1m ring extra\n", "a rule is"},

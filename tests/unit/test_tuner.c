@@ -299,4 +299,57 @@ TEST(cma_only_where_reads_work) {
   ASSERT(tutti__tune_pick(&q, NULL, 0, "auto", NULL) != cma);
 }
 
+/* Where ranks outnumber the CPUs (the model's cpus, the topology's ranks on the most crowded
+ * host) every byte costs as many times more as there are ranks a CPU, and every message a
+ * wake-up more; with a CPU each nothing changes. Written out from the parameters the model
+ * gives the uncrowded call. */
+TEST(crowded_ranks_take_turns) {
+  tutti_model_t md = {0};
+  md.have = 1;
+  md.copy_mem_bps = 6e9;
+  md.reduce_mem_bps = 5e9;
+  md.handoff_s = 0.5e-6;
+  md.wake_s = 8e-6;
+  md.cma_bps = 3e9;
+  md.cma_call_s = 2e-6;
+  md.cpus = 4;
+  double m = 16 << 20, n = 4;
+  tutti_tune_query_t q = query(TUTTI_COLL_ALLREDUCE, (size_t)m, 4, 0);
+  q.model = &md;
+  q.max_local = 4;
+  q.cma = 1;
+  tutti_cost_params_t c;
+  tutti__model_params(&md, 0, 2 * (size_t)m, &c);
+  double k = ceil(m / n / 262144);
+  double ring = 2 * (n - 1) * (k * c.alpha + m / n * c.beta_copy) +
+                (n - 1) * m / n * c.beta_reduce;
+  ASSERT(close_to(tutti__tune_predict(algo("ring"), &q), ring));
+  double one = tutti__tune_predict(algo("cma"), &q);
+  md.cpus = 2; /* two ranks a CPU */
+  double a2 = c.alpha + md.wake_s, bc2 = 2 * c.beta_copy, br2 = 2 * c.beta_reduce;
+  ring = 2 * (n - 1) * (k * a2 + m / n * bc2) + (n - 1) * m / n * br2;
+  ASSERT(close_to(tutti__tune_predict(algo("ring"), &q), ring));
+  /* Single copy: the kernel's copy and the reduction twice as slow, each round a wake-up. */
+  double part = (n - 1) / n * m;
+  double cma = (n - 1) * md.cma_call_s + 3 * (n - 1) * a2 + 2 * part * 2 / md.cma_bps +
+               part * br2;
+  ASSERT(close_to(tutti__tune_predict(algo("cma"), &q), cma));
+  ASSERT(cma > one);
+  /* A host with more ranks than the one that was measured: more turns. */
+  md.cpus = 1;
+  ASSERT(tutti__tune_predict(algo("ring"), &q) > ring);
+}
+
+/* A single-copy broadcast's root also copies its own input to its output, which the chain's
+ * root does too (as measured at n = 2, 2026-12-02, the two take the same time). */
+TEST(cma_broadcast_counts_the_roots_copy) {
+  const tutti_cost_params_t *c = tutti__cost_params(0);
+  double m = 16 << 20, n = 2;
+  tutti_tune_query_t q = query(TUTTI_COLL_BROADCAST, (size_t)m, 2, 0);
+  q.cma = 1;
+  double beta = 2.5 * c->beta_copy; /* the fallback: the kernel's copy 2.5x a transport's */
+  double want = 2e-6 * (n - 1) + 2 * c->alpha + (n - 1) * m * 0.5 * beta + m * c->beta_copy / 2;
+  ASSERT(close_to(tutti__tune_predict(algo("cma"), &q), want));
+}
+
 int main(int argc, char **argv) { return harness_main(argc, argv); }

@@ -58,8 +58,8 @@ void tutti_info_print_model(const tutti_model_t *m) {
   if (m->source == TUTTI_MODEL_FALLBACK && !m->copy_mem_bps) {
     printf("  nothing measured: every parameter is the documented fallback (algo/tuner.c)\n");
   } else {
-    printf("  caches: L1d %zu KiB, L2 %zu KiB, L3 %zu KiB\n", m->l1d_bytes >> 10,
-           m->l2_bytes >> 10, m->l3_bytes >> 10);
+    printf("  %zu CPUs; caches: L1d %zu KiB, L2 %zu KiB, L3 %zu KiB\n", m->cpus,
+           m->l1d_bytes >> 10, m->l2_bytes >> 10, m->l3_bytes >> 10);
     printf("  copy %.1f GB/s in cache, %.1f GB/s from memory; float32 sum %.1f / %.1f GB/s\n",
            m->copy_cached_bps / 1e9, m->copy_mem_bps / 1e9, m->reduce_cached_bps / 1e9,
            m->reduce_mem_bps / 1e9);
@@ -146,6 +146,10 @@ int tutti_info_explain(int argc, char **argv) {
          "beta_reduce %.3f ns/B (%.2f GB/s)\n\n",
          p.transport, p.alpha * 1e6, p.beta_copy * 1e9, 1e-9 / p.beta_copy,
          p.beta_reduce * 1e9, 1e-9 / p.beta_reduce);
+  if (!tcp && q.model && q.model->cpus && (size_t)q.max_local > q.model->cpus)
+    printf("crowded: %d ranks on %zu CPUs take turns: every byte costs %.2fx, every message a "
+           "wake-up (%.2f us) more (docs/tuning.md)\n\n", q.max_local, q.model->cpus,
+           (double)q.max_local / (double)q.model->cpus, q.model->wake_s * 1e6);
   int na;
   const tutti_algo_t *t = tutti__algo_table(&na);
   printf("  %-20s %14s\n", "candidate", "predicted (us)");
