@@ -88,7 +88,10 @@ static tutti_result_t run_algorithm(struct tutti_comm *comm, tutti_coll_args_t *
                         tutti__coll_name(a->coll));
   TRACE("coll", comm->rank, "%s #%u: %zu x %s, algorithm %s", tutti__coll_name(a->coll),
         comm->seq, a->count, tutti__dtype_name((int)a->dtype), algo->name);
-  return algo->fn[a->coll](comm, a);
+  tutti_result_t res = algo->fn[a->coll](comm, a);
+  /* Every receive of the call has landed: point-to-point calls after it copy as usual. */
+  comm->recv_nt = 0;
+  return res;
 }
 
 tutti_result_t tutti__task_run(struct tutti_comm *comm, tutti_task_t *t) {
