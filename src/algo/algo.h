@@ -178,6 +178,13 @@ tutti_result_t tutti__fold_in_order(struct tutti_comm *comm, const tutti_coll_ar
 tutti_result_t tutti__fold_out_order(struct tutti_comm *comm, const tutti_coll_args_t *a,
                                      char *buf, size_t len, int rem, const struct tutti_topo *ord);
 
+/* own_exchange.c: the first exchange of an out-of-place all-gather, fused with the copy of
+ * this rank's block (a->sendbuf, a->count elements) into `own`, its place in the output:
+ * sends it to `to` while receiving rlen bytes from `from` into rbuf, chunk by chunk, each
+ * chunk copied into place right after it went into the queue. */
+tutti_result_t tutti__own_exchange(struct tutti_comm *comm, const tutti_coll_args_t *a, int to,
+                                   char *own, int from, char *rbuf, size_t rlen);
+
 /* memmove unless the two are the same place (in place) or empty. */
 static inline void tutti__copy_if_apart(void *dst, const void *src, size_t bytes) {
   if (bytes && dst != src) memmove(dst, src, bytes);

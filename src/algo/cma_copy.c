@@ -22,7 +22,7 @@ tutti_result_t tutti__cma_allgather(struct tutti_comm *comm, const tutti_coll_ar
   cma_desc_t *d;
   TRY(tutti__cma_exchange_descs(comm, a, &d));
   char *out = a->recvbuf;
-  int nt = tutti__cma_nt(comm, (size_t)n * bytes);
+  int nt = comm->recv_nt; /* task.c: the call's host footprint against the cache */
   if (a->sendbuf != out + (size_t)me * bytes)
     tutti__copy(out + (size_t)me * bytes, a->sendbuf, bytes, nt);
   for (int k = 1; k < n; k++) {
@@ -63,7 +63,7 @@ static tutti_result_t bcast_root(struct tutti_comm *comm, const tutti_coll_args_
   cma_desc_t *peer = comm->cma_descs; /* each receiver's output address, in .recv */
   uint64_t token = comm->seq;
   bcast_desc_t mine = {.share = root_share(comm, a, bytes, n)};
-  int nt = tutti__cma_nt(comm, bytes);
+  int nt = comm->recv_nt;
   tutti__memreg_describe(comm, a->sendbuf, bytes, &mine.src);
   for (int k = 1; k < n; k++) {
     int to = tutti__mod(me + k, n);
@@ -109,7 +109,7 @@ static tutti_result_t bcast_receiver(struct tutti_comm *comm, const tutti_coll_a
   }
   /* The root writes the first rd.share bytes meanwhile. */
   TRY(tutti__cma_fetch(comm, root, (char *)a->recvbuf + rd.share, &rd.src,
-                       rd.src.addr + rd.share, bytes - rd.share, tutti__cma_nt(comm, bytes)));
+                       rd.src.addr + rd.share, bytes - rd.share, comm->recv_nt));
   TRY(tutti__wait(comm, &ops[0], a->deadline));
   TRY(tutti__isend(comm, &ops[0], root, &token, sizeof token));
   /* The output is complete, and no longer written by the root, once it says so. */

@@ -66,9 +66,18 @@ static int runs(int first, int cnt, int n, int start[2], int len[2]) {
 tutti_result_t tutti__bruck_allgather(struct tutti_comm *comm, const tutti_coll_args_t *a) {
   int n = comm->nranks, r = comm->rank;
   size_t bytes = a->count * a->esize;
-  char *w = a->recvbuf;
-  tutti__copy_if_apart(w + (size_t)r * bytes, a->sendbuf, bytes);
-  for (int d = 1; d < n; d <<= 1) {
+  char *w = a->recvbuf, *own = w + (size_t)r * bytes;
+  int d = 1;
+  if (n > 1 && bytes && a->sendbuf != own) {
+    /* Distance 1 sends only this rank's block: fused with its copy into place. */
+    int from = tutti__mod(r + 1, n);
+    TRY(tutti__own_exchange(comm, a, tutti__mod(r - 1, n), own, from,
+                            w + (size_t)from * bytes, bytes));
+    d = 2;
+  } else {
+    tutti__copy_if_apart(own, a->sendbuf, bytes);
+  }
+  for (; d < n; d <<= 1) {
     int cnt = d < n - d ? d : n - d, to = tutti__mod(r - d, n), from = tutti__mod(r + d, n);
     int ss[2], sl[2], rs[2], rl[2];
     int ns = runs(r, cnt, n, ss, sl), nr = runs(from, cnt, n, rs, rl);

@@ -52,13 +52,14 @@ static size_t chunk_len(size_t len, size_t c, size_t ce) {
 }
 static int max_int(int a, int b) { return a > b ? a : b; }
 
-tutti_result_t tutti__ring_group_allgather(struct tutti_comm *comm, const tutti_coll_args_t *a,
-                                           const tutti_group_t *g, const tutti_ring_layout_t *l,
-                                           char *w) {
+/* Steps first .. n-2 of the ring all-gather (the first may have been done already). */
+static tutti_result_t group_allgather_from(struct tutti_comm *comm, const tutti_coll_args_t *a,
+                                           const tutti_group_t *g,
+                                           const tutti_ring_layout_t *l, char *w, int first) {
   int n = g->n, r = g->pos;
   int right = g->ranks[tutti__ring_right(r, n)], left = g->ranks[tutti__ring_left(r, n)];
   size_t es = a->esize, ce = tutti__chunk_elems(comm, es);
-  for (int s = 0; s < n - 1; s++) {
+  for (int s = first; s < n - 1; s++) {
     int sb = tutti__mod(r - s, n), rb = tutti__mod(r - s - 1, n);
     for (int k = 0, nk = max_int(nsegs(l, sb), nsegs(l, rb)); k < nk; k++) {
       size_t so, sl, ro, rl;
@@ -73,6 +74,12 @@ tutti_result_t tutti__ring_group_allgather(struct tutti_comm *comm, const tutti_
     }
   }
   return TUTTI_SUCCESS;
+}
+
+tutti_result_t tutti__ring_group_allgather(struct tutti_comm *comm, const tutti_coll_args_t *a,
+                                           const tutti_group_t *g, const tutti_ring_layout_t *l,
+                                           char *w) {
+  return group_allgather_from(comm, a, g, l, w, 0);
 }
 
 /* Where reduce-scatter keeps partial sums: in W at the block's own offset (all-reduce), or
@@ -141,14 +148,21 @@ static tutti_result_t flat_group(struct tutti_comm *comm, tutti_group_t *g, cons
 
 tutti_result_t tutti__ring_allgather(struct tutti_comm *comm, const tutti_coll_args_t *a) {
   size_t bytes = a->count * a->esize;
-  char *w = a->recvbuf;
-  copy_if_apart(w + (size_t)comm->rank * bytes, a->sendbuf, bytes);
-  if (comm->nranks == 1) return TUTTI_SUCCESS;
+  char *w = a->recvbuf, *own = w + (size_t)comm->rank * bytes;
+  int n = comm->nranks;
+  if (n == 1 || !bytes || a->sendbuf == own) {
+    copy_if_apart(own, a->sendbuf, bytes);
+    if (n == 1) return TUTTI_SUCCESS;
+  }
   tutti_group_t g = {NULL, 0, 0};
-  tutti_ring_layout_t l = {a->count * (size_t)comm->nranks, a->count, comm->nranks, NULL, NULL,
-                           NULL, NULL, NULL};
+  tutti_ring_layout_t l = {a->count * (size_t)n, a->count, n, NULL, NULL, NULL, NULL, NULL};
   TRY(flat_group(comm, &g, &l.perm));
-  return tutti__ring_group_allgather(comm, a, &g, &l, w);
+  if (!bytes || a->sendbuf == own) return group_allgather_from(comm, a, &g, &l, w, 0);
+  /* Step 0 sends this rank's own block: fused with its copy into place. */
+  int left = g.ranks[tutti__ring_left(g.pos, n)];
+  TRY(tutti__own_exchange(comm, a, g.ranks[tutti__ring_right(g.pos, n)], own, left,
+                          w + (size_t)left * bytes, bytes));
+  return group_allgather_from(comm, a, &g, &l, w, 1);
 }
 
 tutti_result_t tutti__ring_allreduce(struct tutti_comm *comm, const tutti_coll_args_t *a) {

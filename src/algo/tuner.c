@@ -433,7 +433,9 @@ static double cma_bytes(const tutti_tune_query_t *q, const tutti_cost_params_t *
     return 3 * (n - 1) * c->alpha + 2 * part * beta + part * c->beta_reduce;
   case TUTTI_COLL_REDUCE_SCATTER:
     return 2 * (n - 1) * c->alpha + part * (beta + c->beta_reduce);
-  case TUTTI_COLL_ALLGATHER: return 2 * (n - 1) * c->alpha + part * beta;
+  case TUTTI_COLL_ALLGATHER: /* and its own block into place (out of place), where the queue
+                              * algorithms fuse that copy with their first send (own_exchange.c) */
+    return 2 * (n - 1) * c->alpha + part * beta + m / n * c->beta_copy / 2;
   case TUTTI_COLL_BROADCAST:
     return 2 * c->alpha + (n - 1) * m * CMA_BCAST_RATIO * beta + m * c->beta_copy / 2;
   default: return -1;

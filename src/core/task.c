@@ -59,20 +59,39 @@ static size_t send_elems(const struct tutti_comm *comm, const tutti_coll_args_t 
   }
 }
 
+/* Whether a copy-only call writes its output with streaming stores (cma.h): when what the
+ * local ranks' calls touch together, their outputs and inputs, overflows the last-level cache
+ * they share, so that the output lines would be read from memory only to be overwritten. The
+ * output alone undercounts: an n = 2 all-gather of 16 MiB writes 32 MiB and reads 16 MiB on
+ * a host with 32 MiB of L3 (docs/operations.md has the figures). A broadcast keeps the rule
+ * of its own output against the cache: counting the host's outputs there measured neither
+ * faster nor slower in the noise of a shared machine. */
+static int stream_outputs(const struct tutti_comm *comm, const tutti_coll_args_t *a) {
+  size_t bytes = a->count * a->esize, nlocal = comm->nlocal > 0 ? (size_t)comm->nlocal : 1;
+  if (a->coll == TUTTI_COLL_ALLGATHER) {
+    size_t out = bytes * (size_t)comm->nranks;
+    int apart = a->sendbuf != (const char *)a->recvbuf + (size_t)comm->rank * bytes;
+    return tutti__cma_nt(comm, (out + (apart ? bytes : 0)) * nlocal);
+  }
+  if (a->coll == TUTTI_COLL_BROADCAST) return tutti__cma_nt(comm, bytes);
+  return 0;
+}
+
 static tutti_result_t run_algorithm(struct tutti_comm *comm, tutti_coll_args_t *a) {
   a->esize = tutti__dtype_size(a->dtype);
   /* One clock read per call: the deadline counts from the call's start. */
   a->deadline = comm->call_start_ns + (int64_t)(comm->cfg.timeout_s * 1e9);
   const tutti_algo_t *algo = tutti__algo_select(comm, a);
-  comm->recv_nt = (a->coll == TUTTI_COLL_ALLGATHER || a->coll == TUTTI_COLL_BROADCAST) &&
-                  tutti__cma_nt(comm, a->count * a->esize *
-                                (a->coll == TUTTI_COLL_ALLGATHER ? (size_t)comm->nranks : 1));
+  comm->recv_nt = stream_outputs(comm, a);
   if (!algo)
     return tutti__error(comm, TUTTI_ERR_INTERNAL, "no algorithm implements %s",
                         tutti__coll_name(a->coll));
   TRACE("coll", comm->rank, "%s #%u: %zu x %s, algorithm %s", tutti__coll_name(a->coll),
         comm->seq, a->count, tutti__dtype_name((int)a->dtype), algo->name);
-  return algo->fn[a->coll](comm, a);
+  tutti_result_t res = algo->fn[a->coll](comm, a);
+  /* Every receive of the call has landed: point-to-point calls after it copy as usual. */
+  comm->recv_nt = 0;
+  return res;
 }
 
 tutti_result_t tutti__task_run(struct tutti_comm *comm, tutti_task_t *t) {

@@ -21,6 +21,7 @@ static tutti_model_t sample(void) {
   m.l1d_bytes = 48 << 10;
   m.l2_bytes = 1 << 20;
   m.l3_bytes = 32 << 20;
+  m.cpus = 6;
   m.copy_cached_bps = 60e9;
   m.copy_mem_bps = 9.5e9;
   m.reduce_cached_bps = 25e9;
@@ -60,6 +61,7 @@ TEST(text_round_trip) {
   ASSERT_EQ(back.l1d_bytes, m.l1d_bytes);
   ASSERT_EQ(back.l2_bytes, m.l2_bytes);
   ASSERT_EQ(back.l3_bytes, m.l3_bytes);
+  ASSERT_EQ(back.cpus, m.cpus);
   const double *a = &m.copy_cached_bps, *b = &back.copy_cached_bps;
   for (int i = 0; &a[i] <= &m.net_bps; i++) ASSERT(rel_close(b[i], a[i]));
   ASSERT(rel_close(back.measure_ms, m.measure_ms));

@@ -341,14 +341,21 @@ TEST(crowded_ranks_take_turns) {
 }
 
 /* A single-copy broadcast's root also copies its own input to its output, which the chain's
- * root does too (as measured at n = 2, 2026-12-02, the two take the same time). */
-TEST(cma_broadcast_counts_the_roots_copy) {
+ * root does too (as measured at n = 2, 2026-12-02, the two take the same time); so does every
+ * rank of its all-gather. */
+TEST(cma_counts_the_own_copy) {
   const tutti_cost_params_t *c = tutti__cost_params(0);
   double m = 16 << 20, n = 2;
   tutti_tune_query_t q = query(TUTTI_COLL_BROADCAST, (size_t)m, 2, 0);
   q.cma = 1;
   double beta = 2.5 * c->beta_copy; /* the fallback: the kernel's copy 2.5x a transport's */
   double want = 2e-6 * (n - 1) + 2 * c->alpha + (n - 1) * m * 0.5 * beta + m * c->beta_copy / 2;
+  ASSERT(close_to(tutti__tune_predict(algo("cma"), &q), want));
+  /* Its all-gather copies its own block into place (the queue algorithms fuse theirs). */
+  q = query(TUTTI_COLL_ALLGATHER, (size_t)m, 2, 0);
+  q.cma = 1;
+  want = 2e-6 * (n - 1) + 2 * (n - 1) * c->alpha + (n - 1) / n * m * beta +
+         m / n * c->beta_copy / 2;
   ASSERT(close_to(tutti__tune_predict(algo("cma"), &q), want));
 }
 
