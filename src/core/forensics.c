@@ -78,6 +78,17 @@ int tutti__forensics_peer(const struct tutti_comm *comm, int peer, char *buf, si
   const tutti_peer_t *p = &comm->peers[peer];
   char who[128], call[96], sz[32];
   tutti__peer_desc(comm, peer, who, sizeof who);
+  /* Before running CALL_DEPTH calls past a rooted call, a rank waits for its local peers
+   * to start it, to compare the roots (mbox.c's settle_pending). */
+  if (comm->post_wait == peer + 1 && comm->start_wait) {
+    snprintf(buf, len, "%s never started call #%u (%s, root %d here), which this rank "
+             "finished %u calls ago and must compare with every local peer's before running "
+             "further ahead (its last message here was for call #%u)",
+             who, comm->start_wait,
+             tutti__coll_name((tutti_coll_t)comm->start_wait_fp.coll),
+             (int)comm->start_wait_fp.root, comm->call_seq - comm->start_wait, p->seen_seq);
+    return 1;
+  }
   /* A one-shot call waits on the peer's mailbox, not on a queued receive. */
   if (comm->post_wait == peer + 1) {
     snprintf(buf, len, "%s never posted call #%u (%s, one-shot: its mailbox part; its last "

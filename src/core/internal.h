@@ -195,6 +195,10 @@ struct tutti_comm {
    * and failed its first call must not fail this rank's init, whose data is on its way. */
   int in_agreement;
   int post_wait; /* 1 + the peer the wait loop's condition (a one-shot mailbox) waits on, or 0 */
+  /* With post_wait: the earlier rooted call that peer has not started (mbox.c's
+   * settle_pending) and this rank's fingerprint of it, or 0 where it waits on a mailbox. */
+  uint32_t start_wait;
+  tutti_fingerprint_t start_wait_fp;
   uint32_t verify_seq; /* the oldest rooted call some local peer had not published, or 0 */
   int64_t call_start_ns;
   /* The running call only copies into its output (all-gather, broadcast), which is larger

@@ -118,7 +118,7 @@ tutti_result_t tutti__task_run(struct tutti_comm *comm, tutti_task_t *t) {
       res = tutti__userop_prepare(comm, &a, send_elems(comm, &a), &scaled);
     comm->call_seq = comm->seq;
     comm->call_start_ns = tutti__coarse_ns();
-    tutti__call_publish(comm);
+    if (res == TUTTI_SUCCESS) res = tutti__call_publish(comm);
     if (res == TUTTI_SUCCESS) res = run_algorithm(comm, &a);
     /* In a rooted call a rank may hear from no rank that names another root (receivers read
      * the root only, roots only send or only receive): compare the published calls of this

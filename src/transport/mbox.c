@@ -226,21 +226,6 @@ static tutti_result_t mbox_conflict(shm_transport_t *s) {
 
 /* ---- Published calls ------------------------------------------------------------------ */
 
-static void call_publish(tutti_transport_t *t) {
-  shm_transport_t *s = (shm_transport_t *)t;
-  struct tutti_comm *comm = t->comm;
-  if (s->nlocal < 2) return;
-  __typeof__(&s->slots[0].calls[0]) e = &s->slots[s->me].calls[comm->seq % CALL_DEPTH];
-  uint64_t w[2];
-  _Static_assert(sizeof comm->fp == sizeof w, "fingerprint size");
-  memcpy(w, &comm->fp, sizeof w);
-  atomic_store_explicit(&e->seq, 0, memory_order_relaxed);
-  atomic_thread_fence(memory_order_release);
-  atomic_store_explicit(&e->fp[0], w[0], memory_order_relaxed);
-  atomic_store_explicit(&e->fp[1], w[1], memory_order_relaxed);
-  atomic_store_explicit(&e->seq, comm->seq, memory_order_release);
-}
-
 /* Reads local rank li's entry for call k: 1 with its fingerprint in w, 0 if li has not
  * started call k yet (or is writing it), -1 if it is past it by CALL_DEPTH calls. */
 static int read_call(shm_transport_t *s, int li, uint32_t k, uint64_t w[2]) {
@@ -278,23 +263,125 @@ static tutti_result_t check_call(struct tutti_comm *comm, shm_transport_t *s, ui
   return TUTTI_SUCCESS;
 }
 
-/* The published-calls check: the pending rooted calls (comm->verify_seq on), then the
- * current one. */
-static tutti_result_t published_conflict(shm_transport_t *s, int rooted) {
+/* Compares the pending rooted calls (comm->verify_seq on), oldest first, that every peer
+ * has started, and leaves verify_seq on the oldest that some peer has not (or 0). all_calls:
+ * also compares the later calls some peers have started (a rank that waits long, or has a
+ * message of another call in hand), where the end of a call stops at the first unfinished
+ * one. This rank's entries for them are all still there: call_publish settles a pending call
+ * before its entry is overwritten. */
+static tutti_result_t published_pending(shm_transport_t *s, int all_calls) {
+  struct tutti_comm *comm = s->base.comm;
+  uint32_t oldest = 0;
+  for (uint32_t k = comm->verify_seq; k && reached(comm->seq, k); k++) {
+    int all;
+    TRY(check_call(comm, s, k, &all));
+    if (!all && !oldest) oldest = k;
+    if ((!all && !all_calls) || k == comm->seq) break;
+  }
+  comm->verify_seq = oldest;
+  return TUTTI_SUCCESS;
+}
+
+/* The published-calls check: the pending rooted calls, then the current one. */
+static tutti_result_t published_conflict(shm_transport_t *s, int rooted, int all_calls) {
   struct tutti_comm *comm = s->base.comm;
   if (s->nlocal < 2 || comm->call_seq != comm->seq || comm->seq == 0) return TUTTI_SUCCESS;
+  TRY(published_pending(s, all_calls));
   int all;
-  /* Rooted calls not yet seen on every peer, oldest first, then the current one. */
-  while (comm->verify_seq && reached(comm->seq, comm->verify_seq) &&
-         comm->seq - comm->verify_seq < CALL_DEPTH) {
-    TRY(check_call(comm, s, comm->verify_seq, &all));
-    if (!all || comm->verify_seq == comm->seq) break;
-    comm->verify_seq++;
-  }
-  if (comm->verify_seq && comm->seq - comm->verify_seq >= CALL_DEPTH) comm->verify_seq = 0;
   TRY(check_call(comm, s, comm->seq, &all));
-  if (comm->verify_seq == comm->seq && all) comm->verify_seq = 0;
   if (rooted && !all && !comm->verify_seq) comm->verify_seq = comm->seq;
+  return TUTTI_SUCCESS;
+}
+
+/* Waiting for local rank li to start call k (to publish it, or a later one). */
+typedef struct start_wait {
+  shm_transport_t *s;
+  int li;
+  uint32_t k;
+} start_wait_t;
+
+static int started(const tutti_cond_t *c) {
+  const start_wait_t *w = c->ctx;
+  uint64_t fp[2];
+  return read_call(w->s, w->li, w->k, fp) != 0;
+}
+
+static tutti_result_t start_check(const tutti_cond_t *c, int spun) {
+  const start_wait_t *w = c->ctx;
+  shm_transport_t *s = w->s;
+  TRY(tutti__shm_check_failed(s));
+  if (spun && tutti__shm_exited(s, w->li) && !started(c)) {
+    tutti_want_t want = {s->global[w->li], TUTTI_WANT_RECV};
+    TRY(tutti__shm_check_alive(s, &want, 1));
+  }
+  return TUTTI_SUCCESS;
+}
+
+/* A peer starting a call rings no one (that would cost every call a read of each peer's
+ * line): sleep in slices, woken early by whatever else the peer does here (its posts and
+ * queue traffic ring the doorbell of a rank that announced sleep). */
+static void start_sleep(const tutti_cond_t *c, int ms) {
+  const start_wait_t *w = c->ctx;
+  shm_slot_t *me = &w->s->slots[w->s->me];
+  atomic_store(&me->sleeping, 1);
+  uint32_t bell = atomic_load(&me->doorbell);
+  if (!started(c) && !atomic_load(&w->s->hdr->failed)) {
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
+    tutti__shm_futex(&me->doorbell, FUTEX_WAIT, bell, &ts);
+  }
+  atomic_store(&me->sleeping, 0);
+}
+
+/* Before this rank's entry for comm->verify_seq is overwritten (the call CALL_DEPTH later):
+ * waits, in the one wait loop and under the current call's deadline, until every local peer
+ * has started that call, and compares it; then the same for the next pending one. Without
+ * this a rank running CALL_DEPTH calls ahead (through the queues, which let a root run
+ * megabytes ahead) would lose the check, and a peer naming another root would go unnoticed
+ * here. */
+static tutti_result_t settle_pending(shm_transport_t *s) {
+  struct tutti_comm *comm = s->base.comm;
+  int64_t deadline = comm->call_start_ns + (int64_t)(comm->cfg.timeout_s * 1e9);
+  while (comm->verify_seq && comm->seq - comm->verify_seq >= CALL_DEPTH) {
+    uint32_t k = comm->verify_seq;
+    uint64_t w[2];
+    /* An entry this rank never wrote (a call with nothing to move returns unpublished) has
+     * nothing to compare. */
+    for (int li = 0; li < s->nlocal && read_call(s, s->me, k, w) == 1; li++) {
+      start_wait_t sw = {s, li, k};
+      tutti_cond_t c = {started, start_check, start_sleep, s->global[li], &sw};
+      if (li == s->me || started(&c)) continue;
+      comm->start_wait = k;
+      memcpy(&comm->start_wait_fp, w, sizeof w);
+      tutti_result_t res = tutti__wait_cond(comm, &c, deadline);
+      comm->start_wait = 0;
+      TRY(res);
+    }
+    int all;
+    TRY(check_call(comm, s, k, &all));
+    /* Every peer started k: on to the next call some peer has not. */
+    comm->verify_seq = k + 1;
+    TRY(published_pending(s, 0));
+  }
+  return TUTTI_SUCCESS;
+}
+
+/* Publishes the call this rank starts; first settles a pending rooted call whose entry this
+ * one would overwrite (a test of private memory on the common path). */
+static tutti_result_t call_publish(tutti_transport_t *t) {
+  shm_transport_t *s = (shm_transport_t *)t;
+  struct tutti_comm *comm = t->comm;
+  if (s->nlocal < 2) return TUTTI_SUCCESS;
+  if (__builtin_expect(comm->verify_seq && comm->seq - comm->verify_seq >= CALL_DEPTH, 0))
+    TRY(settle_pending(s));
+  __typeof__(&s->slots[0].calls[0]) e = &s->slots[s->me].calls[comm->seq % CALL_DEPTH];
+  uint64_t w[2];
+  _Static_assert(sizeof comm->fp == sizeof w, "fingerprint size");
+  memcpy(w, &comm->fp, sizeof w);
+  atomic_store_explicit(&e->seq, 0, memory_order_relaxed);
+  atomic_thread_fence(memory_order_release);
+  atomic_store_explicit(&e->fp[0], w[0], memory_order_relaxed);
+  atomic_store_explicit(&e->fp[1], w[1], memory_order_relaxed);
+  atomic_store_explicit(&e->seq, comm->seq, memory_order_release);
   return TUTTI_SUCCESS;
 }
 
@@ -320,7 +407,7 @@ static tutti_result_t call_conflict(tutti_transport_t *t, int rooted) {
   struct tutti_comm *comm = t->comm;
   int oneshot = comm->mbox == t && s->mseq && s->mhdr.seq == comm->seq;
   if (!comm->verify_seq || !oneshot) s->mverify = 0;
-  if (!oneshot || (comm->verify_seq && !s->mverify)) return published_conflict(s, rooted);
+  if (!oneshot || (comm->verify_seq && !s->mverify)) return published_conflict(s, rooted, 0);
   if (rooted) s->mverify = 1;
   if (!s->mverify) return TUTTI_SUCCESS;
   uint32_t first = first_unchecked(s);
@@ -338,7 +425,7 @@ static tutti_result_t call_conflict(tutti_transport_t *t, int rooted) {
 
 tutti_result_t tutti__shm_check(tutti_transport_t *t) {
   TRY(mbox_conflict((shm_transport_t *)t));
-  return published_conflict((shm_transport_t *)t, 0);
+  return published_conflict((shm_transport_t *)t, 0, 1);
 }
 
 const tutti_mbox_ops_t tutti__shm_mbox_ops = {

@@ -61,7 +61,9 @@ typedef struct shm_slot {
    * only when they wait long, end a rooted call not run one-shot, or have a rooted call still
    * to verify, so ranks that disagree on a call no message crosses (different roots) fail
    * (mbox.c). 16 deep: a one-shot call the mailboxes have not verified yet is at most
-   * MBOX_DEPTH calls old when a later call must verify it here. */
+   * MBOX_DEPTH calls old when a later call must verify it here; a rank does not overwrite
+   * the entry of a rooted call still to verify before every peer has started it (mbox.c's
+   * call_publish). */
   _Alignas(CACHELINE) struct {
     _Atomic uint32_t seq;
     _Atomic uint64_t fp[2];

@@ -242,8 +242,9 @@ typedef struct tutti_mbox_ops {
    * disagreement fails as a message header's would), and points *data at its payload. */
   tutti_result_t (*get)(tutti_transport_t *t, int peer, int64_t deadline, const char **data);
   /* Publishes the collective this rank starts (comm->seq, comm->fp) to the ranks of this
-   * host. */
-  void (*call_publish)(tutti_transport_t *t);
+   * host. Waits first (under the call's deadline) where a rooted call not yet seen on every
+   * peer would otherwise drop out of reach of the check (call_conflict). */
+  tutti_result_t (*call_publish)(tutti_transport_t *t);
   /* TUTTI_ERR_INVALID_USAGE, with a sentence naming the field, if a rank of this host has
    * published the current collective, or a rooted one of the last few not yet seen on every
    * peer, with another fingerprint (e.g. another root). rooted: the current call is one, to
@@ -268,8 +269,8 @@ static inline tutti_result_t tutti__mbox_get(struct tutti_comm *comm, int peer,
                                              int64_t deadline, const char **data) {
   return comm->mbox->ops->mbox->get(comm->mbox, peer, deadline, data);
 }
-static inline void tutti__call_publish(struct tutti_comm *comm) {
-  if (comm->calls) comm->calls->ops->mbox->call_publish(comm->calls);
+static inline tutti_result_t tutti__call_publish(struct tutti_comm *comm) {
+  return comm->calls ? comm->calls->ops->mbox->call_publish(comm->calls) : TUTTI_SUCCESS;
 }
 static inline tutti_result_t tutti__call_conflict(struct tutti_comm *comm, int rooted) {
   return comm->calls ? comm->calls->ops->mbox->call_conflict(comm->calls, rooted)

@@ -20,6 +20,20 @@
  * The same disagreement in one small broadcast, followed by a 4 MiB all-reduce (through the
  * queues, not one-shot): every rank must fail in one of the two calls.
  *
+ *   ahead_check queue_ahead
+ *   ahead_check queue_mismatch
+ *
+ * A broadcast root far ahead through the queues (16 KiB calls, forced onto the ring, whose
+ * root only sends: the queue holds all of them): the other ranks sleep before their first
+ * call while root 0 runs QCALLS calls. A rooted call not yet started on every local peer must
+ * stay checkable, so the root may not run CALL_DEPTH (16) calls past it before every peer has
+ * started it. queue_ahead: the same root everywhere; every call's data is checked.
+ * queue_mismatch: rank 1 names root 1 in call QBAD: every rank must fail with
+ * TUTTI_ERR_INVALID_USAGE naming both roots, at the latest 16 calls after call QBAD (a rank
+ * behind may fail earlier, on seeing another's failure), and every call before that must have
+ * returned the root's data (a root that lost the pending check returned success for all
+ * QCALLS calls).
+ *
  * Small broadcasts and reduces are forced one-shot (TUTTI_TUNE, unless set).
  */
 #include <stdint.h>
@@ -117,11 +131,63 @@ static int mismatch(tutti_comm_t c, int r, int repeat) {
   return 0;
 }
 
+enum { QCALLS = 40, QBAD = 20, QCOUNT = 4096, CALL_DEPTH = 16 };
+
+/* Root 0 runs ahead through the queues; rank 1 names root 1 in call QBAD when bad. */
+static int queue_ahead(tutti_comm_t c, int r, int bad_root) {
+  static uint32_t x[QCOUNT], y[QCOUNT];
+  /* Long enough for root 0 to run all QCALLS calls on a loaded machine. */
+  if (r != 0) nap(300000);
+  int failed_at = 0;
+  tutti_result_t res = TUTTI_SUCCESS;
+  for (uint32_t k = 1; k <= QCALLS; k++) {
+    int root = bad_root && r == 1 && k == QBAD ? 1 : 0;
+    for (size_t i = 0; i < QCOUNT; i++) x[i] = val(k, i, r);
+    memset(y, 0, sizeof y);
+    res = tutti_broadcast(x, y, QCOUNT, TUTTI_UINT32, root, c);
+    if (res != TUTTI_SUCCESS) {
+      failed_at = (int)k;
+      break;
+    }
+    for (size_t i = 0; i < QCOUNT; i++)
+      if (y[i] != val(k, i, root)) {
+        printf("ahead_check rank %d: FAIL: call %u element %zu: %u, want %u (root %d)\n", r,
+               k, i, y[i], val(k, i, root), root);
+        return 1;
+      }
+    /* A receiver that pauses again makes the root wait for it again. */
+    if (r != 0 && k == QCALLS / 2 + 5) nap(100000);
+  }
+  if (res == TUTTI_SUCCESS)
+    printf("ahead_check queue rank %d: success in all %d calls\n", r, QCALLS);
+  else
+    printf("ahead_check queue rank %d: %s at call %d: %s\n", r, tutti_result_string(res),
+           failed_at, tutti_comm_last_error(c));
+  if (!bad_root) return res != TUTTI_SUCCESS;
+  if (res != TUTTI_ERR_INVALID_USAGE) {
+    printf("ahead_check rank %d: FAIL: expected invalid usage\n", r);
+    return 1;
+  }
+  const char *why = tutti_comm_last_error(c);
+  /* A rank behind the others may see the failure of one that compared the roots before it
+   * reaches call QBAD itself: the sentence still names both roots. */
+  if (failed_at > QBAD + CALL_DEPTH || !strstr(why, "root 1") || !strstr(why, "root 0")) {
+    printf("ahead_check rank %d: FAIL: failed at call %d (after call %d), or with a sentence "
+           "without both roots\n", r, failed_at, QBAD + CALL_DEPTH);
+    return 1;
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc != 2) return 2;
   /* The one-shot path is the subject: the cost model may route these sizes elsewhere (at
    * n > 2 it often picks the ring for small broadcasts). */
-  setenv("TUTTI_TUNE", "broadcast:0-64k:oneshot;reduce:0-64k:oneshot", 0);
+  /* The queue_ modes go through the queues, where a root may run far ahead (the queue holds
+   * every call). */
+  int queue = !strncmp(argv[1], "queue_", 6);
+  setenv("TUTTI_TUNE",
+         queue ? "broadcast:0-1g:ring" : "broadcast:0-64k:oneshot;reduce:0-64k:oneshot", 0);
   tutti_comm_t c;
   int r, n, bad;
   if (tutti_comm_init_env(&c) != TUTTI_SUCCESS) return 1;
@@ -131,6 +197,8 @@ int main(int argc, char **argv) {
     bad = ahead(c, r, n);
   else if (!strcmp(argv[1], "mismatch_repeat") || !strcmp(argv[1], "mismatch_then_queue"))
     bad = n < 2 ? 2 : mismatch(c, r, !strcmp(argv[1], "mismatch_repeat"));
+  else if (!strcmp(argv[1], "queue_ahead") || !strcmp(argv[1], "queue_mismatch"))
+    bad = n < 2 ? 2 : queue_ahead(c, r, !strcmp(argv[1], "queue_mismatch"));
   else
     bad = 2;
   tutti_comm_destroy(c);
