@@ -91,11 +91,11 @@ static double crowding(const tutti_tune_query_t *q) {
 }
 
 /*
- * Where ranks outnumber CPUs they take turns: a CPU does the work of `crowd` ranks, so every
- * byte costs that many times more, and a rank that waits for a message has usually given its
+ * Where ranks outnumber CPUs they take turns: a CPU does the work of k = crowding() ranks, so
+ * every byte costs k times more, and a rank that waits for a message has usually given its
  * CPU up, so each message on the critical path also costs a wake-up (measured). The model
  * then favours the algorithms with fewer steps and fewer bytes in all (single copy, one-shot)
- * over the pipelined ones, as measured at n = 4 on 2 CPUs (bench/results/2026-12-02-s4).
+ * over the pipelined ones, as measured at n = 4 on 2 CPUs (docs/tuning.md, "Crowding").
  */
 static void crowd_local(const tutti_tune_query_t *q, tutti_cost_params_t *c) {
   double k = crowding(q);
