@@ -16,12 +16,18 @@ round, alternating with the others, and scores its picks against the same forced
 before/after comparison of two tuners in one run (the forced algorithms run from BUILD).
 BASE_XDG_CACHE_HOME gives that build its own machine cache (two builds whose cache keys
 differ would otherwise measure again at every start, each overwriting the other's file).
+
+The sweep measures the machine once, at its start, into a cache of its own (a fresh
+XDG_CACHE_HOME unless one is set), so every run of it, auto and tutti-info alike, uses one
+model: with the shared cache another job measuring mid-sweep could change the picks between
+the runs and the explain that names them. The report lists that model's figures.
 """
 import json
 import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 BUILD = os.environ.get("BUILD", "build")
@@ -76,7 +82,21 @@ def run_bench(coll, n, algo, build=BUILD):
     return times
 
 
+def own_model():
+    """Measures the machine into this sweep's own cache; returns the cache file's figures."""
+    if not os.environ.get("XDG_CACHE_HOME"):
+        os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="tutti-tuner-check-")
+    subprocess.run([INFO, "--explain", "allreduce", "8", "2"], capture_output=True, text=True)
+    path = os.path.join(os.environ["XDG_CACHE_HOME"], "tutti", "machine")
+    try:
+        with open(path) as f:
+            return [l.strip() for l in f if l.strip() and not l.startswith(("#", "key"))]
+    except OSError:
+        return ["(no cache file: the runs measured at every start)"]
+
+
 def main():
+    model = own_model()
     rows, hits, cells, base_rows, base_hits = [], 0, 0, [], 0
     picked_hits, base_picked = 0, 0
     t0 = time.time()
@@ -136,6 +156,9 @@ def main():
         "",
         f"**{hits} of {cells} cells within 10%** (auto time / best forced time <= 1.10); "
         f"the pick's own forced time within 10% of the best in {picked_hits} of {cells}.",
+        "",
+        f"The model of every run (measured once at the start into the sweep's cache "
+        f"{os.environ['XDG_CACHE_HOME']}): " + "; ".join(model) + ".",
         "",
         "| collective | n | bytes | pick | auto us | best | best us | auto/best | result "
         "| pick forced/best | all forced (us) |",
