@@ -51,13 +51,14 @@ static tutti_result_t queue_conflict(shm_transport_t *s, int li) {
   return tutti__error(comm, TUTTI_ERR_INVALID_USAGE, "%s", msg);
 }
 
-/* Sleeps on this rank's doorbell until a poster rings it or slice_ms pass; posters ring only
- * ranks that announced sleep, so the announce-then-recheck order matters (see mbox_post). */
-static void sleep_on(shm_transport_t *s, shm_mbox_t *b, uint32_t call, int slice_ms) {
+/* Sleeps on this rank's doorbell until c is met, a poster rings it or slice_ms pass; posters
+ * ring only ranks that announced sleep, so the announce-then-recheck order matters (see
+ * mbox_post). */
+static void doorbell_sleep(shm_transport_t *s, const tutti_cond_t *c, int slice_ms) {
   shm_slot_t *me = &s->slots[s->me];
   atomic_store(&me->sleeping, 1);
   uint32_t bell = atomic_load(&me->doorbell);
-  if (!reached(atomic_load(&b->ready), call) && !atomic_load(&s->hdr->failed)) {
+  if (!c->met(c) && !atomic_load(&s->hdr->failed)) {
     struct timespec ts = {slice_ms / 1000, (long)(slice_ms % 1000) * 1000000};
     tutti__shm_futex(&me->doorbell, FUTEX_WAIT, bell, &ts);
   }
@@ -96,7 +97,7 @@ static tutti_result_t post_check(const tutti_cond_t *c, int spun) {
 
 static void post_sleep(const tutti_cond_t *c, int ms) {
   const post_wait_t *w = c->ctx;
-  sleep_on(w->s, w->b, w->call, ms);
+  doorbell_sleep(w->s, c, ms);
 }
 
 /* Waits until local rank li's mailbox holds call (or a later one), in the one wait loop. */
@@ -322,14 +323,7 @@ static tutti_result_t start_check(const tutti_cond_t *c, int spun) {
  * queue traffic ring the doorbell of a rank that announced sleep). */
 static void start_sleep(const tutti_cond_t *c, int ms) {
   const start_wait_t *w = c->ctx;
-  shm_slot_t *me = &w->s->slots[w->s->me];
-  atomic_store(&me->sleeping, 1);
-  uint32_t bell = atomic_load(&me->doorbell);
-  if (!started(c) && !atomic_load(&w->s->hdr->failed)) {
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
-    tutti__shm_futex(&me->doorbell, FUTEX_WAIT, bell, &ts);
-  }
-  atomic_store(&me->sleeping, 0);
+  doorbell_sleep(w->s, c, ms);
 }
 
 /* Before this rank's entry for comm->verify_seq is overwritten (the call CALL_DEPTH later):
