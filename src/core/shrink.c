@@ -27,7 +27,9 @@
  * Members, while they wait, accept and close whatever reaches their own listener, so the
  * leader's probes never fill a backlog. A member knocks first (auth.h), so a leader still in
  * a collective whose tcp path accepts the connection closes it at once and the member asks
- * again, rather than both waiting out the collection window.
+ * again, rather than both waiting out the collection window; and a shrink first has the
+ * transports close what they accepted but have not heard from yet (a member's connection
+ * taken an instant before its knock arrived), so the member asks again there too.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -45,6 +47,7 @@
 #include "core/auth.h"
 #include "core/comm_create.h"
 #include "core/sock.h"
+#include "transport/transport.h"
 
 #define SHRINK_CHALLENGE 0x53485231u /* "SHR1" */
 #define SHRINK_HELLO 0x53485232u
@@ -513,6 +516,8 @@ static tutti_result_t shrink(tutti_comm_t comm, tutti_comm_t *newcomm) {
                              "already (its listener belongs to the new one): shrink that one");
   if (!fd_flags_nonblock(comm->listen_fd))
     return tutti__error(comm, TUTTI_ERR_SYSTEM, "cannot make the listener non-blocking");
+  for (int i = 0; i < comm->ntps; i++)
+    if (comm->tps[i]->ops->release_listener) comm->tps[i]->ops->release_listener(comm->tps[i]);
   int64_t deadline = tutti__deadline_after(comm->cfg.timeout_s);
   tutti_result_t res = find_leader(comm, deadline, newcomm);
   return res == TUTTI_IN_PROGRESS ? lead(comm, deadline, newcomm) : res;

@@ -260,6 +260,7 @@ static const tutti_transport_ops_t tcp_ops = {
     .wake = tcp_wake,
     .fail = tcp_fail,
     .destroy = tcp_destroy,
+    .release_listener = tcp__conn_release_listener,
 };
 
 tutti_result_t tutti__tcp_create(struct tutti_comm *comm, int listen_fd, tutti_transport_t **out) {

@@ -405,6 +405,20 @@ tutti_result_t tcp__conn_progress(tcp_transport_t *t) {
   return TUTTI_SUCCESS;
 }
 
+void tcp__conn_release_listener(tutti_transport_t *tp) {
+  tcp_transport_t *t = (tcp_transport_t *)tp;
+  int64_t now = tutti__now_ns();
+  /* A knock already here settles the connection (a data peer's goes on, a shrink
+   * member's closes); the rest have not said who they are yet. */
+  for (int i = 0; i < t->npend;)
+    if (!drive_pending(t, i, now)) i++;
+  for (int i = 0; i < t->npend;)
+    if (t->pend[i].step == 0)
+      drop_pending(t, i, NULL, 0);
+    else
+      i++;
+}
+
 void tcp__conn_close(tcp_transport_t *t) {
   while (t->npend) drop_pending(t, 0, NULL, 0);
   for (int r = 0; t->peer && r < t->base.comm->nranks; r++) close_out(t, &t->peer[r]);

@@ -153,6 +153,8 @@ int tcp__conn_pollfds(tcp_transport_t *t, int at);
 tutti_result_t tcp__conn_progress(tcp_transport_t *t);
 /* Closes the connections still being made (at failure and destroy). */
 void tcp__conn_close(tcp_transport_t *t);
+/* The transport op release_listener (transport.h). */
+void tcp__conn_release_listener(tutti_transport_t *tp);
 /* Raises the soft limit on open files to the hard one (a socket per peer and stream). */
 void tcp__raise_fd_limit(struct tutti_comm *comm);
 

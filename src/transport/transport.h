@@ -48,6 +48,12 @@ typedef struct tutti_transport_ops {
    * TUTTI_ERR_INVALID_USAGE where a peer is seen running another call (e.g. through a
    * mailbox while this rank uses its queues). Never waits. */
   tutti_result_t (*check)(tutti_transport_t *t);
+  /* Optional (NULL: none). Closes the connections this transport accepted on the data
+   * listener whose first message it has not read: tutti_comm_shrink is about to serve that
+   * listener itself, and a shrink member's connection that the last collective accepted
+   * before the member's knock arrived would otherwise wait unread past the collection
+   * window. The member sees it closed and asks again. Never waits. */
+  void (*release_listener)(tutti_transport_t *t);
   /* Optional capability (NULL: none): shared one-shot mailboxes and published calls. */
   const struct tutti_mbox_ops *mbox;
 } tutti_transport_ops_t;

@@ -4,6 +4,7 @@
  *
  *   TUTTI_TIMEOUT=4  tutti-run -n 3 shrink_split_check late|late_gone
  *   TUTTI_TIMEOUT=10 tutti-run -n 4 shrink_split_check strangers
+ *   TUTTI_TRANSPORT=tcp tutti-run -n 2 shrink_split_check held
  *
  * late:       ranks 0 and 1 shrink a healthy communicator at once; rank 2 calls shrink only
  *             after the leader's collection window (half of TUTTI_TIMEOUT) has closed, while
@@ -16,6 +17,12 @@
  *             then rank 3 leaves in the middle of an all-reduce. Ranks 0, 1 and 2 must all
  *             end in one communicator of 3 (checked by an all-reduce and an all-gather of
  *             their world ranks).
+ * held:       (tcp, 2 ranks) rank 0 opens an idle connection to its own data listener, then
+ *             waits in an all-reduce, whose tcp path accepts that connection and waits for
+ *             its first message (as it does for a shrink member that connected an instant
+ *             before its knock). A shrink must close it as it starts, since its collection
+ *             loop never reads it: the connection must show EOF when the shrink returns,
+ *             and the shrink must form one communicator of 2.
  *
  * A watchdog alarm turns any hang into a failure.
  */
@@ -190,6 +197,41 @@ static int strangers(tutti_comm_t comm) {
   return 0;
 }
 
+/* Whether connection fd was closed by the other end (EOF now, nothing pending to read). */
+static int closed_by_peer(int fd) {
+  char b;
+  return recv(fd, &b, 1, MSG_DONTWAIT) == 0;
+}
+
+static int held(tutti_comm_t comm) {
+  int n, fds[64], nheld = 0;
+  tutti_comm_size(comm, &n);
+  if (n != 2) die("run with 2 ranks");
+  if (world == 0 && (nheld = hold_strangers(1, fds)) < 1) die("could not connect to a listener");
+  if (world == 1) sleep_s(0.3); /* rank 0 waits in the all-reduce, serving its listener */
+  int32_t one = 1, sum = 0;
+  if (tutti_allreduce(&one, &sum, 1, TUTTI_INT32, TUTTI_SUM, comm) != TUTTI_SUCCESS || sum != 2)
+    die("all-reduce: %d (%s)", sum, tutti_comm_last_error(comm));
+  int open_before = 0;
+  for (int i = 0; i < nheld; i++) open_before += !closed_by_peer(fds[i]);
+  tutti_comm_t next;
+  if (tutti_comm_shrink(comm, &next) != TUTTI_SUCCESS)
+    die("shrink: %s", tutti_comm_last_error(comm));
+  int closed = 0;
+  for (int i = 0; i < nheld; i++) closed += closed_by_peer(fds[i]);
+  int expect[2] = {0, 1};
+  check_group(next, expect, 2);
+  if (world == 0 && (open_before != nheld || closed != 1))
+    die("of %d idle connections to this rank's listeners, %d were open before the shrink and "
+        "%d closed by it; expected all open before and exactly the data listener's closed",
+        nheld, open_before, closed);
+  printf("shrink_split_check rank %d: PASS\n", world);
+  tutti_comm_destroy(next);
+  tutti_comm_destroy(comm);
+  for (int i = 0; i < nheld; i++) close(fds[i]);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   alarm(60);
@@ -200,5 +242,6 @@ int main(int argc, char **argv) {
   if (!strcmp(argv[1], "late")) return late(comm, 0);
   if (!strcmp(argv[1], "late_gone")) return late(comm, 1);
   if (!strcmp(argv[1], "strangers")) return strangers(comm);
+  if (!strcmp(argv[1], "held")) return held(comm);
   return 2;
 }
