@@ -52,7 +52,48 @@ static int64_t thread_cpu_ns(void) {
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static void measure(tutti_model_t *m, int save) {
+/* How many measurements of a host and boot the cache's figures are the best of before later
+ * jobs take it as it is, and the least time between two of them. One measurement taken while
+ * the machine was busy (the first job of a boot often runs beside a build, or a test suite's
+ * other jobs) read a float32 sum at 0.6 GB/s where a quiet one a few minutes later read 9-11,
+ * and that figure steered every job's picks until the next boot. Best of a few measurements,
+ * minutes apart, is what one measurement already does over its short repetitions (measure.c):
+ * the best is the least disturbed. */
+#define HOST_SAMPLES 3
+#define SAMPLE_GAP_S 30
+
+/* *have becomes the better of *have and fresh (higher or lower); 0 is "not measured". */
+static void keep_best(double *have, double fresh, int higher) {
+  if (fresh > 0 && (*have <= 0 || (higher ? fresh > *have : fresh < *have))) *have = fresh;
+}
+
+/* Takes into m, figure by figure, the better of m's measurement and an earlier one (whose
+ * count of measurements m's adds to). Cache sizes and CPUs are the host key's, the same. */
+static void merge_best(tutti_model_t *m, const tutti_model_t *old) {
+  keep_best(&m->copy_cached_bps, old->copy_cached_bps, 1);
+  keep_best(&m->copy_mem_bps, old->copy_mem_bps, 1);
+  keep_best(&m->reduce_cached_bps, old->reduce_cached_bps, 1);
+  keep_best(&m->reduce_mem_bps, old->reduce_mem_bps, 1);
+  keep_best(&m->handoff_s, old->handoff_s, 0);
+  keep_best(&m->wake_s, old->wake_s, 0);
+  keep_best(&m->xcore_bps, old->xcore_bps, 1);
+  keep_best(&m->cma_bps, old->cma_bps, 1);
+  keep_best(&m->cma_call_s, old->cma_call_s, 0);
+  keep_best(&m->tcp_alpha_s, old->tcp_alpha_s, 0);
+  keep_best(&m->tcp_bps, old->tcp_bps, 1);
+  m->samples = old->samples + 1;
+}
+
+/* Whether a cached model gets another measurement merged into it now (HOST_SAMPLES). */
+static int wants_sample(const tutti_model_t *cached) {
+  size_t now = (size_t)time(NULL);
+  return cached->samples < HOST_SAMPLES &&
+         (now < cached->measured_at || now - cached->measured_at >= SAMPLE_GAP_S);
+}
+
+/* Measures this machine into m (merged with merge_with's figures, when given: the host
+ * cache's earlier measurements), and saves the result as the host cache when save. */
+static void measure(tutti_model_t *m, int save, const tutti_model_t *merge_with) {
   int64_t t0 = tutti__now_ns(), c0 = thread_cpu_ns();
   tutti_model_t t = {0};
   tutti__measure_caches(&t);
@@ -73,14 +114,23 @@ static void measure(tutti_model_t *m, int save) {
        "%.1f ms, tcp %.1f ms", t.measure_ms, (double)(t1 - t0) / 1e6, (double)(t2 - t1) / 1e6,
        (double)(t3 - t2) / 1e6);
   if (!ok) {
-    WARN("tune", -1, "measuring this machine failed: the tuner uses its fallbacks");
-    tutti__model_fallback(m);
+    WARN("tune", -1, "measuring this machine failed: the tuner uses %s",
+         merge_with ? "the cached figures" : "its fallbacks");
+    if (merge_with) *m = *merge_with;
+    else tutti__model_fallback(m);
     return;
   }
   t.source = TUTTI_MODEL_MEASURED;
   t.have = 1;
+  t.samples = 1;
+  t.measured_at = (size_t)time(NULL);
   snprintf(t.origin, sizeof t.origin, "measured at init in %.1f ms%s", t.measure_ms,
            share < 0.5 ? " on a busy machine" : "");
+  if (merge_with && merge_with->samples) {
+    merge_best(&t, merge_with);
+    snprintf(t.origin + strlen(t.origin), sizeof t.origin - strlen(t.origin),
+             ", the best of each figure over %zu measurements", t.samples);
+  }
   *m = t;
   if (share < 0.5)
     INFO("tune", -1, "measuring had the CPU %.0f%% of the time (other jobs run here): the "
@@ -125,7 +175,11 @@ static tutti_result_t overlay(const char *path, tutti_model_t *m, char *err, siz
 tutti_result_t tutti__model_obtain(const tutti_config_t *cfg, tutti_model_t *m, char *err,
                                    size_t errlen) {
   if (cfg->tune_measure == 0) tutti__model_fallback(m);
-  else if (cfg->tune_measure == 2 || !tutti__host_cache_load(m)) measure(m, 1);
+  else if (cfg->tune_measure == 2 || !tutti__host_cache_load(m)) measure(m, 1, NULL);
+  else if (wants_sample(m)) {
+    tutti_model_t cached = *m;
+    measure(m, 1, &cached);
+  }
   apply_skew(m);
   /* Given link figures replace a file's or a measurement's (the variable is the later,
    * more specific word); TUTTI_TUNE_NET=0 drops a file's, so the loopback ones stand. */

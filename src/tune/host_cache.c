@@ -82,7 +82,11 @@ int tutti__host_cache_load(tutti_model_t *m) {
     return 0;
   }
   t.source = TUTTI_MODEL_CACHED;
-  snprintf(t.origin, sizeof t.origin, "cache file %.140s", path);
+  if (t.samples > 1)
+    snprintf(t.origin, sizeof t.origin, "cache file %.100s, best of %zu measurements", path,
+             t.samples);
+  else
+    snprintf(t.origin, sizeof t.origin, "cache file %.140s", path);
   *m = t;
   return 1;
 }

@@ -46,6 +46,9 @@ typedef struct tutti_model {
   int from_rank;        /* the rank whose model this is (0 after the agreement) */
   double measure_ms;    /* how long measuring took (source MEASURED) */
   char origin[160];     /* a path, or how it was measured, for tutti-info --explain */
+  /* The host cache's: how many measurements its figures are the best of (agree.c), and when
+   * the last one was taken (seconds since the epoch). */
+  size_t samples, measured_at;
   /* Caches, from sysfs or sysconf. */
   size_t l1d_bytes, l2_bytes, l3_bytes;
   /* CPUs online on the host: where it has more ranks than these, they take turns. */

@@ -50,6 +50,8 @@ static const field_t fields[] = {
     F("net_alpha_us", net_alpha_s, 1e-6),
     F("net_gbps", net_bps, 1e9),
     F("measure_ms", measure_ms, 1),
+    F("samples", samples, 0),
+    F("measured_at", measured_at, 0),
 };
 #undef F
 #define NFIELDS (sizeof fields / sizeof fields[0])

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "algo/algo.h"
@@ -36,6 +37,8 @@ static tutti_model_t sample(void) {
   m.net_alpha_s = 31e-6;
   m.net_bps = 0.119e9;
   m.measure_ms = 12.5;
+  m.samples = 2;
+  m.measured_at = 1796000000;
   return m;
 }
 
@@ -65,6 +68,8 @@ TEST(text_round_trip) {
   const double *a = &m.copy_cached_bps, *b = &back.copy_cached_bps;
   for (int i = 0; &a[i] <= &m.net_bps; i++) ASSERT(rel_close(b[i], a[i]));
   ASSERT(rel_close(back.measure_ms, m.measure_ms));
+  ASSERT_EQ(back.samples, m.samples);
+  ASSERT_EQ(back.measured_at, m.measured_at);
   ASSERT_EQ(back.nrules, 3);
   for (int i = 0; i < 3; i++) {
     ASSERT_EQ(back.rules[i].coll, m.rules[i].coll);
@@ -363,6 +368,46 @@ TEST(measuring_gives_plausible_figures) {
   ASSERT(m.handoff_s == 0 || (m.handoff_s > 1e-9 && m.handoff_s < 1e-3));
   ASSERT(m.cma_bps == 0 || m.cma_bps > 1e7);
   ASSERT(m.tcp_alpha_s == 0 || m.tcp_alpha_s < 1);
+  cleanup();
+}
+
+/* A host cache taken from one measurement on a busy machine is measured again by later
+ * jobs, at least SAMPLE_GAP_S apart, until it is the best of 3 (agree.c): each figure keeps
+ * the better of the cache's and the new measurement's. */
+TEST(a_busy_first_measurement_is_outgrown) {
+  char dir[64], err[256];
+  temp_cache(dir, sizeof dir);
+  unsetenv("TUTTI_TUNE_MEASURE");
+  unsetenv("TUTTI_TUNE_FILE");
+  tutti_config_t cfg = config();
+  tutti_model_t busy = sample(), m;
+  tutti__measure_caches(&busy); /* the host key's figures, as a real measurement has them */
+  busy.samples = 1;
+  busy.measured_at = (size_t)time(NULL) - 100;
+  busy.reduce_cached_bps = 1e3;  /* far below anything a machine measures */
+  busy.copy_cached_bps = 1e15;   /* far above: the merge must keep it */
+  tutti__host_cache_save(&busy);
+  ASSERT_EQ(tutti__model_obtain(&cfg, &m, err, sizeof err), TUTTI_SUCCESS);
+  ASSERT_EQ(m.source, TUTTI_MODEL_MEASURED);
+  ASSERT_EQ(m.samples, 2);
+  ASSERT(m.reduce_cached_bps > 1e6);
+  ASSERT(m.copy_cached_bps == 1e15);
+  ASSERT(strstr(m.origin, "over 2 measurements") != NULL);
+  tutti_model_t back;
+  ASSERT_EQ(tutti__host_cache_load(&back), 1);
+  ASSERT_EQ(back.samples, 2);
+  ASSERT(rel_close(back.reduce_cached_bps, m.reduce_cached_bps));
+  ASSERT(strstr(back.origin, "best of 2 measurements") != NULL);
+  /* The next job within the gap takes the cache as it is. */
+  ASSERT_EQ(tutti__model_obtain(&cfg, &m, err, sizeof err), TUTTI_SUCCESS);
+  ASSERT_EQ(m.source, TUTTI_MODEL_CACHED);
+  ASSERT_EQ(m.samples, 2);
+  /* So does every job once the cache is the best of 3, however old. */
+  busy.samples = 3;
+  tutti__host_cache_save(&busy);
+  ASSERT_EQ(tutti__model_obtain(&cfg, &m, err, sizeof err), TUTTI_SUCCESS);
+  ASSERT_EQ(m.source, TUTTI_MODEL_CACHED);
+  ASSERT(m.reduce_cached_bps == 1e3);
   cleanup();
 }
 
