@@ -235,9 +235,10 @@ double tutti__cost_tree(const tutti_tune_query_t *q, const tutti_cost_params_t *
     double half = m / 2, piece = half < C ? half : C, k = chunks(half, C);
     return 2 * (depth + k - 1) * (2 * c->alpha + 2 * piece * c->beta_copy) + m * c->beta_reduce;
   }
-  case TUTTI_COLL_BROADCAST: { /* inner nodes send every chunk twice */
-    double piece = m < C ? m : C;
-    return (depth + chunks(m, C) - 1) * (2 * c->alpha + 2 * piece * c->beta_copy);
+  case TUTTI_COLL_BROADCAST: { /* inner nodes send every chunk to each of their children:
+                                * two, but one where the root's only child is the last rank */
+    double piece = m < C ? m : C, fan = q->nranks > 2 ? 2 : 1;
+    return (depth + chunks(m, C) - 1) * (fan * c->alpha + fan * piece * c->beta_copy);
   }
   case TUTTI_COLL_REDUCE: {
     double piece = m < C ? m : C;

@@ -359,4 +359,19 @@ TEST(cma_counts_the_own_copy) {
   ASSERT(close_to(tutti__tune_predict(algo("cma"), &q), want));
 }
 
+/* A tree broadcast's inner ranks send each chunk to both children; at n = 2 the root has one
+ * child, and the tree is the chain (one send per chunk), not twice its cost. */
+TEST(tree_broadcast_counts_its_children) {
+  const tutti_cost_params_t *c = tutti__cost_params(0);
+  double m = 16 << 20, C = 1 << 17;
+  tutti_tune_query_t q = query(TUTTI_COLL_BROADCAST, (size_t)m, 2, 0);
+  q.chunk_bytes = (size_t)C;
+  double k = m / C;
+  ASSERT(close_to(tutti__tune_predict(algo("tree"), &q), k * (c->alpha + C * c->beta_copy)));
+  q = query(TUTTI_COLL_BROADCAST, (size_t)m, 8, 0);
+  q.chunk_bytes = (size_t)C;
+  ASSERT(close_to(tutti__tune_predict(algo("tree"), &q),
+                  (3 + k - 1) * (2 * c->alpha + 2 * C * c->beta_copy)));
+}
+
 int main(int argc, char **argv) { return harness_main(argc, argv); }
