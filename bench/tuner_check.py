@@ -8,7 +8,7 @@ algorithm's. An algorithm counts at a size only where it really runs there (tutt
 --explain with that TUTTI_ALGO names it as the pick; one-shot, for one, stops at its mailbox
 size). Writes a markdown report (default bench/results/tuner.md) and prints it.
 
-Environment: ROUNDS=3, NS="2 4", SIZES=8,1k,64k,1M,16M,64M,
+Environment: ROUNDS=5, NS="2 4", SIZES=8,1k,64k,1M,16M,64M,
 COLLS=allreduce,allgather,reduce_scatter,broadcast, BUILD=build, OUT=bench/results/tuner.md.
 
 BASE=DIR (another build tree, e.g. of the main branch) also runs that build's auto in every
@@ -31,7 +31,7 @@ import tempfile
 import time
 
 BUILD = os.environ.get("BUILD", "build")
-ROUNDS = int(os.environ.get("ROUNDS", "3"))
+ROUNDS = int(os.environ.get("ROUNDS", "5"))
 NS = [int(x) for x in os.environ.get("NS", "2 4").split()]
 SIZES = os.environ.get("SIZES", "8,1k,64k,1M,16M,64M")
 COLLS = os.environ.get("COLLS", "allreduce,allgather,reduce_scatter,broadcast").split(",")

@@ -131,8 +131,27 @@ grep -q "rank 1 .*tolerated" "$TMP/err" || fail "tolerate: the death of rank 1 w
 run -n 2 --tolerate-signal 9 sh -c 'if [ "$TUTTI_RANK" = 1 ]; then kill -15 $$; fi; sleep 5'
 [ "$rc" -eq 143 ] || fail "tolerate: a death by another signal gave status $rc, want 143"
 
+# --- --bind-to: core gives each rank its own CPU (where there are enough); none changes nothing
+mine=$(grep Cpus_allowed_list /proc/self/status | cut -f2)
+run -n 2 --bind-to none sh -c 'grep Cpus_allowed_list /proc/self/status | cut -f2'
+[ "$rc" -eq 0 ] || fail "bind none: status $rc"
+[ "$(grep -c -xF "[0] $mine" "$TMP/out")$(grep -c -xF "[1] $mine" "$TMP/out")" = 11 ] ||
+  fail "bind none: the ranks' CPUs changed from $mine: $(cat "$TMP/out")"
+if [ "$(nproc)" -ge 2 ]; then
+  run -n 2 --bind-to core sh -c 'grep Cpus_allowed_list /proc/self/status | cut -f2'
+  c0=$(sed -n 's/^\[0\] //p' "$TMP/out")
+  c1=$(sed -n 's/^\[1\] //p' "$TMP/out")
+  case "$c0$c1" in
+    *[-,]*) fail "bind core: a rank may run on more than one CPU: '$c0' '$c1'" ;;
+  esac
+  [ -n "$c0" ] && [ -n "$c1" ] && [ "$c0" != "$c1" ] ||
+    fail "bind core: ranks 0 and 1 not on two different CPUs: '$c0' '$c1'"
+  run -n 1 --bind-to core sh -c 'grep Cpus_allowed_list /proc/self/status | cut -f2'
+  grep -qxF "[0] $mine" "$TMP/out" || fail "bind core: a single rank was bound: $(cat "$TMP/out")"
+fi
+
 # --- bad usage ------------------------------------------------------------------------------
-for args in "" "true" "-n 0 true" "-n -1 true" "-n x true" "-n 2" "-n 2 --" "--timeout 0 -n 2 true" "--bogus -n 2 true" "--tolerate-signal x -n 2 true"; do
+for args in "" "true" "-n 0 true" "-n -1 true" "-n x true" "-n 2" "-n 2 --" "--timeout 0 -n 2 true" "--bogus -n 2 true" "--tolerate-signal x -n 2 true" "--bind-to x -n 2 true"; do
   # shellcheck disable=SC2086 # word splitting of $args is the point
   run $args
   [ "$rc" -eq 2 ] || fail "usage '$args': exit status $rc, want 2"

@@ -43,6 +43,10 @@ struct launch_spec {
   int master_port; /* MASTER_PORT for torch's store */
   char secret[65]; /* TUTTI_SECRET: 64 hex digits, this job's alone */
   char **argv;     /* PROGRAM ARGS..., NULL-terminated */
+  /* --bind-to core: rank r runs on cpus[r] alone; ncpus 0: no binding (--bind-to none, or
+   * more ranks than the CPUs tutti-run may use). */
+  int ncpus;
+  int *cpus;
   sigset_t child_mask;            /* the signal mask tutti-run was started with */
   struct sigaction child_sigpipe; /* the SIGPIPE disposition tutti-run was started with */
 };
@@ -53,6 +57,10 @@ int launch_pick_ports(int *tutti_port, int *master_port);
 /* Writes a fresh random 256-bit job secret into secret as 64 hex digits. Returns 0, or -1
  * after printing why. */
 int launch_make_secret(char secret[65]);
+
+/* The CPUs for --bind-to core: the first nranks of those this process may run on, in *cpus
+ * (malloc'd); returns nranks, or 0 (and NULL) where there are fewer CPUs than ranks. */
+int launch_pick_cpus(int nranks, int **cpus);
 
 /* Starts rank `rank` of the job in its own process group, with stdout and stderr piped into
  * out->fd and err->fd, and waits until it has exec'd PROGRAM. Returns 0 with *pid set; 127 when

@@ -1,5 +1,6 @@
 /*
- * tutti-run -n N [--timeout SEC] [--tolerate-signal SIG] [--] PROGRAM [ARGS...]
+ * tutti-run -n N [--timeout SEC] [--tolerate-signal SIG] [--bind-to core|none] [--] PROGRAM
+ *           [ARGS...]
  *
  * Starts N local ranks of PROGRAM with the rendezvous environment set (TUTTI_* and torchrun's
  * names), relays their output line by line with a "[rank] " prefix, and makes the job end as a
@@ -56,6 +57,7 @@ static struct {
   double timeout_s;    /* 0: none */
   double timeout_at;
   int tolerate_sig;    /* 0: none; see --tolerate-signal */
+  int bind;            /* --bind-to: 1 core, 0 none (default) */
   int interrupts;      /* SIGINTs received so far */
   int leftover_phase;  /* 0; 1 waiting for leftovers' pipes; 2 leftovers killed */
   double leftover_at;
@@ -95,7 +97,8 @@ static void say(const char *fmt, ...) {
 
 static void usage(FILE *f) {
   fprintf(f,
-          "usage: tutti-run -n N [--timeout SEC] [--tolerate-signal SIG] [--] PROGRAM [ARGS...]\n"
+          "usage: tutti-run -n N [--timeout SEC] [--tolerate-signal SIG] [--bind-to core|none]\n"
+          "                 [--] PROGRAM [ARGS...]\n"
           "Starts N local ranks of PROGRAM (looked up in PATH) with TUTTI_RANK, TUTTI_WORLD_SIZE,\n"
           "TUTTI_ADDR and torchrun's RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR,\n"
           "MASTER_PORT set, and TUTTI_SECRET to a random secret of this job that every\n"
@@ -103,7 +106,10 @@ static void usage(FILE *f) {
           "If a rank fails, the others are stopped and tutti-run exits with its status;\n"
           "--timeout SEC stops the job after SEC seconds (exit 124).\n"
           "--tolerate-signal SIG (a number): a rank killed by signal SIG from outside is\n"
-          "reported but neither stops the others nor fails the job (fault-injection tests).\n");
+          "reported but neither stops the others nor fails the job (fault-injection tests).\n"
+          "--bind-to core: rank r runs on the r-th CPU tutti-run may use, as mpirun binds,\n"
+          "where N > 1 and there are at least N of them (else the ranks are not bound);\n"
+          "--bind-to none (default) leaves placement to the scheduler.\n");
 }
 
 static void bad_usage(const char *fmt, const char *val) {
@@ -117,11 +123,12 @@ static void bad_usage(const char *fmt, const char *val) {
 /* Parses the command line into job and *prog; exits 2 on bad usage. getopt_long with a
  * leading '+': options end at PROGRAM, whose own options are left alone. */
 static void parse_args(int argc, char **argv, char ***prog) {
-  enum { O_TIMEOUT = 256, O_TOLERATE };
+  enum { O_TIMEOUT = 256, O_TOLERATE, O_BIND };
   static const struct option longopts[] = {
       {"np", required_argument, 0, 'n'},
       {"timeout", required_argument, 0, O_TIMEOUT},
       {"tolerate-signal", required_argument, 0, O_TOLERATE},
+      {"bind-to", required_argument, 0, O_BIND},
       {"help", no_argument, 0, 'h'},
       {0, 0, 0, 0},
   };
@@ -151,6 +158,11 @@ static void parse_args(int argc, char **argv, char ***prog) {
       job.tolerate_sig = (int)sig;
       break;
     }
+    case O_BIND:
+      if (strcmp(optarg, "core") && strcmp(optarg, "none"))
+        bad_usage("--bind-to wants core or none, not '%s'", optarg);
+      job.bind = !strcmp(optarg, "core");
+      break;
     case O_TIMEOUT: {
       double t = strtod(optarg, &end);
       if (errno || end == optarg || *end || !isfinite(t) || t <= 0)
@@ -415,6 +427,10 @@ int main(int argc, char **argv) {
   struct launch_spec spec = {0};
   parse_args(argc, argv, &spec.argv);
   spec.nranks = job.nranks;
+  /* A single rank has no peer to keep apart from; binding it would only stack unrelated
+   * one-rank jobs on the first CPU. */
+  if (job.bind && job.nranks > 1)
+    spec.ncpus = launch_pick_cpus(job.nranks, &spec.cpus);
   open_std_fds();
 
   /* Our signals stay blocked except inside ppoll; see the top of the file. */
