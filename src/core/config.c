@@ -30,9 +30,7 @@ static const tutti_config_var_t config_vars[] = {
                           "striped over them in 128 KiB pieces, for links one stream cannot fill"},
     {"TUTTI_SHM_QUEUE_SIZE", "1048576", "bytes of the largest directed shared-memory queue; "
                                         "each local rank's queue pool is 4 of them"},
-    {"TUTTI_SPIN_US", "auto", "microseconds to busy-wait before sleeping (when not "
-                              "oversubscribed); auto: 50, or twice the measured futex wake-up "
-                              "where that is longer"},
+    {"TUTTI_SPIN_US", "50", "microseconds to busy-wait before sleeping (when not oversubscribed)"},
     {"TUTTI_CMA", "1", "1: ranks of one host read each other's buffers directly "
                        "(process_vm_readv) where the kernel allows it; 0: always copy through "
                        "shared-memory queues"},
@@ -167,11 +165,8 @@ tutti_result_t tutti__config_parse(tutti_config_lookup_fn get, void *ctx, tutti_
              value_of(get, ctx, "TUTTI_SHM_QUEUE_SIZE"));
     return TUTTI_ERR_INVALID_ARGUMENT;
   }
-  cfg->spin_auto = !strcmp(value_of(get, ctx, "TUTTI_SPIN_US"), "auto");
-  if (cfg->spin_auto)
-    cfg->spin_us = 50;
-  else if (parse_double(value_of(get, ctx, "TUTTI_SPIN_US"), &cfg->spin_us)) {
-    snprintf(err, errlen, "TUTTI_SPIN_US=%s is not auto or a number of microseconds from 0 to 1e9",
+  if (parse_double(value_of(get, ctx, "TUTTI_SPIN_US"), &cfg->spin_us)) {
+    snprintf(err, errlen, "TUTTI_SPIN_US=%s is not a number of microseconds from 0 to 1e9",
              value_of(get, ctx, "TUTTI_SPIN_US"));
     return TUTTI_ERR_INVALID_ARGUMENT;
   }

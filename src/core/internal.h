@@ -87,7 +87,6 @@ typedef struct tutti_config {
   int nsocks;             /* TUTTI_NSOCKS: TCP sockets per peer pair, striped */
   size_t shm_queue_bytes; /* TUTTI_SHM_QUEUE_SIZE: bytes per directed shm queue */
   double spin_us;         /* TUTTI_SPIN_US: busy-wait before sleeping */
-  int spin_auto;          /* TUTTI_SPIN_US=auto: at least twice the model's wake-up */
   int report_signal;      /* TUTTI_REPORT_SIGNAL: SIGUSR1 logs the wait report */
   int cma;                /* TUTTI_CMA: single-copy reads from peers allowed */
   tutti_tune_rule_t tune[TUTTI_TUNE_MAX_RULES]; /* TUTTI_TUNE, parsed (algo/tuner.c) */

@@ -394,20 +394,6 @@ tutti_result_t tutti__wait(struct tutti_comm *comm, tutti_xfer_t *op, int64_t de
   return tutti__wait_slice(comm, op, deadline, INT64_MAX);
 }
 
-/* How long a waiting rank spins before it sleeps. A peer that slept costs a futex wake-up
- * to get going again; a rank that gives up sooner than that sleeps too, and the next call
- * then waits for its wake-up in turn: the two settle into one wake-up a call. On a VM whose
- * wake-up measured 30-54 us, a fixed 50 us spin let 2-rank 8-byte all-reduces run at
- * 65-128 us a call for whole runs (0.2-0.7 us in others). So auto spins for twice the
- * measured wake-up where that is longer than 50 us (the model is rank 0's: every rank
- * spins alike). */
-int64_t tutti__spin_ns(const struct tutti_comm *comm) {
-  double us = comm->cfg.spin_us;
-  if (comm->cfg.spin_auto && comm->cfg.model.have && 2e6 * comm->cfg.model.wake_s > us)
-    us = 2e6 * comm->cfg.model.wake_s;
-  return (int64_t)(us * 1000);
-}
-
 /* The one wait loop: until op completes (driving every queue) or, where cond is given, until
  * cond is met; spin, then sleep in the transport (or in cond's sleep) in short slices, with
  * one deadline, one abort check and one timeout report for both. */
@@ -432,13 +418,13 @@ static tutti_result_t wait_loop(struct tutti_comm *comm, tutti_xfer_t *op,
     }
     /* Spin about as long as a wake-up costs; with more ranks than cores, spinning steals the
      * core the peer needs, so yield a few times instead and then sleep. */
-    if (idle++ == 0) spin_until = tutti__now_ns() + tutti__spin_ns(comm);
+    if (idle++ == 0) spin_until = tutti__now_ns() + (int64_t)(comm->cfg.spin_us * 1000);
     if (cond) {
       /* A condition is one cache line to watch, which costs the peer nothing: spin on it
        * (four times as long where ranks outnumber cores, yielding on every turn, which
        * amortises the scheduler's round trips), checking for failures every 64 turns. */
       if (idle == 1 && comm->oversubscribed)
-        spin_until += 3 * tutti__spin_ns(comm);
+        spin_until += 3 * (int64_t)(comm->cfg.spin_us * 1000);
       if (comm->oversubscribed || !(idle & 63))
         sched_yield();
       else

@@ -183,9 +183,6 @@ typedef struct tutti_cond {
  * communicator is marked failed and every queue is emptied. */
 tutti_result_t tutti__wait_cond(struct tutti_comm *comm, const tutti_cond_t *cond,
                                 int64_t deadline);
-/* How long the wait loop spins before it sleeps, in ns (TUTTI_SPIN_US; auto: at least twice
- * the model's futex wake-up). */
-int64_t tutti__spin_ns(const struct tutti_comm *comm);
 /* The same as tutti__isend / tutti__irecv with an explicit header tag instead of the
  * collective sequence number (point-to-point messages count per peer pair). */
 tutti_result_t tutti__isend_tag(struct tutti_comm *comm, tutti_xfer_t *op, int peer,

@@ -8,7 +8,6 @@
 
 #include "core/config_parse.h"
 #include "harness.h"
-#include "transport/transport.h"
 
 typedef struct one_var {
   const char *name, *value;
@@ -83,26 +82,7 @@ TEST(ordinary_times_still_work) {
   ASSERT_EQ(parse_one("TUTTI_TIMEOUT", "0.25", &cfg, err, sizeof err), TUTTI_SUCCESS);
   ASSERT(cfg.timeout_s == 0.25);
   ASSERT_EQ(parse_one("TUTTI_SPIN_US", "0", &cfg, err, sizeof err), TUTTI_SUCCESS);
-  ASSERT(cfg.spin_us == 0 && !cfg.spin_auto);
-  ASSERT_EQ(parse_one("TUTTI_SPIN_US", "auto", &cfg, err, sizeof err), TUTTI_SUCCESS);
-  ASSERT(cfg.spin_us == 50 && cfg.spin_auto);
-}
-
-/* auto spins 50 us, or twice the model's wake-up where that is longer; a number is kept. */
-TEST(auto_spin_follows_the_measured_wake_up) {
-  struct tutti_comm *comm = calloc(1, sizeof *comm);
-  char err[256];
-  ASSERT(comm);
-  ASSERT_EQ(parse_one("TUTTI_SPIN_US", "auto", &comm->cfg, err, sizeof err), TUTTI_SUCCESS);
-  ASSERT_EQ(tutti__spin_ns(comm), 50000); /* no model yet (init) */
-  comm->cfg.model.have = 1;
-  comm->cfg.model.wake_s = 10e-6;
-  ASSERT_EQ(tutti__spin_ns(comm), 50000);
-  comm->cfg.model.wake_s = 40e-6;
-  ASSERT_EQ(tutti__spin_ns(comm), 80000);
-  ASSERT_EQ(parse_one("TUTTI_SPIN_US", "20", &comm->cfg, err, sizeof err), TUTTI_SUCCESS);
-  ASSERT_EQ(tutti__spin_ns(comm), 20000);
-  free(comm);
+  ASSERT(cfg.spin_us == 0);
 }
 
 int main(int argc, char **argv) { return harness_main(argc, argv); }
