@@ -3,7 +3,8 @@
  * handshake at the rendezvous are rejected and logged while the real job forms and runs.
  *
  * Without arguments it runs these cases, each in its own process group with a deadline (a
- * hang is a failure); ranks are forked children that report through a pipe:
+ * hang is a failure); ranks are forked children that report through a pipe, forked before the
+ * case process starts any thread and handed their unique id through a pipe:
  *
  *   uid      tutti_get_unique_id in the case process, which then hosts the rendezvous. Ranks 0
  *            and 1 join (rank 1 through a recording proxy), rank 2 is held back while the case
@@ -102,15 +103,21 @@ static int allreduce_loop(tutti_comm_t comm, int rank, int nranks, char *err, si
   return 1;
 }
 
-/* The body of a forked rank: waits for a byte on go_fd if it is >= 0, joins (with id, or
- * from the environment when id is NULL), works if it joined and work is set, and reports. */
-static void rank_main(const tutti_unique_id_t *id, int rank, int go_fd, int work, int out_fd) {
+/* The body of a forked rank: waits for its unique id on go_fd and joins with it, or, at EOF
+ * with no id, from the environment; works if it joined and work is set, and reports. */
+static void rank_main(int rank, int go_fd, int work, int out_fd) {
   report_t rep;
   memset(&rep, 0, sizeof rep);
-  char c;
-  if (go_fd >= 0 && read(go_fd, &c, 1) != 1) _exit(4);
+  tutti_unique_id_t id;
+  size_t got = 0;
+  ssize_t n;
+  while (got < sizeof id && (n = read(go_fd, (char *)&id + got, sizeof id - got)) != 0) {
+    if (n < 0 && errno != EINTR) _exit(4);
+    if (n > 0) got += (size_t)n;
+  }
+  if (got != 0 && got != sizeof id) _exit(4);
   tutti_comm_t comm = NULL;
-  rep.init_rc = id ? tutti_comm_init_rank(&comm, NRANKS, id, rank) : tutti_comm_init_env(&comm);
+  rep.init_rc = got ? tutti_comm_init_rank(&comm, NRANKS, &id, rank) : tutti_comm_init_env(&comm);
   if (rep.init_rc == TUTTI_SUCCESS) {
     rep.work_ok = !work || allreduce_loop(comm, rank, NRANKS, rep.err, sizeof rep.err);
     if (tutti_comm_destroy(comm) != TUTTI_SUCCESS) rep.work_ok = 0;
@@ -123,30 +130,43 @@ static void rank_main(const tutti_unique_id_t *id, int rank, int go_fd, int work
 typedef struct {
   pid_t pid;
   int report_fd; /* read end */
-  int go_fd;     /* write end, or -1 */
+  int go_fd;     /* write end, or -1 once started */
 } child_t;
 
-/* Forks rank_main; with hold, the rank waits until release(). */
-static child_t spawn(const tutti_unique_id_t *id, int rank, int hold, int work) {
+/* Forks rank_main, which waits until start(). Ranks are forked before the case process has
+ * any thread (the rendezvous's, the proxy's): a child forked while another thread holds a lock
+ * (a sanitizer's allocator lock, say) could block on it forever. */
+#define MAX_WAITING 8
+static int waiting[MAX_WAITING], n_waiting; /* go pipes of children not yet started */
+
+static child_t spawn(int rank, int work) {
   child_t ch = {-1, -1, -1};
-  int rp[2], gp[2] = {-1, -1};
-  if (pipe(rp) != 0 || (hold && pipe(gp) != 0)) exit(2);
+  int rp[2], gp[2];
+  if (pipe(rp) != 0 || pipe(gp) != 0) exit(2);
   fflush(NULL);
   ch.pid = fork();
+  if (ch.pid < 0) exit(2);
   if (ch.pid == 0) {
     close(rp[0]);
-    if (hold) close(gp[1]);
-    rank_main(id, rank, hold ? gp[0] : -1, work, rp[1]);
+    close(gp[1]);
+    /* An earlier child started without an id waits for EOF on its pipe: not here too. */
+    for (int i = 0; i < n_waiting; i++) close(waiting[i]);
+    rank_main(rank, gp[0], work, rp[1]);
   }
   close(rp[1]);
-  if (hold) close(gp[0]);
+  close(gp[0]);
   ch.report_fd = rp[0];
-  ch.go_fd = hold ? gp[1] : -1;
+  ch.go_fd = gp[1];
+  if (n_waiting == MAX_WAITING) exit(2);
+  waiting[n_waiting++] = gp[1];
   return ch;
 }
 
-static void release(child_t *ch) {
-  if (write(ch->go_fd, "g", 1) != 1) exit(2);
+/* Lets ch join with id, or from the environment when id is NULL. */
+static void start(child_t *ch, const tutti_unique_id_t *id) {
+  if (id && write(ch->go_fd, id, sizeof *id) != (ssize_t)sizeof *id) exit(2);
+  for (int i = 0; i < n_waiting; i++)
+    if (waiting[i] == ch->go_fd) waiting[i--] = waiting[--n_waiting];
   close(ch->go_fd);
   ch->go_fd = -1;
 }
@@ -350,11 +370,12 @@ static int case_uid(void) {
   int logfd = mkstemp(logpath);
   if (logfd < 0 || dup2(logfd, 2) < 0) return 1;
   setenv("TUTTI_DEBUG", "warn", 1);
+  child_t r0 = spawn(0, 1), r1 = spawn(1, 1), r2 = spawn(2, 1), liar = spawn(2, 0);
   tutti_unique_id_t id, proxied, wrong;
   tutti_result_t rc = tutti_get_unique_id(&id);
   if (rc != TUTTI_SUCCESS) {
     printf("  tutti_get_unique_id: %s\n", tutti_result_string(rc));
-    return 1;
+    return 1; /* run_case kills the waiting ranks */
   }
   uint16_t port_be;
   memcpy(&port_be, id.internal + 12, 2);
@@ -367,7 +388,8 @@ static int case_uid(void) {
   wrong.internal[16 + 7] ^= 0x5a;
 
   int bad = 0;
-  child_t r0 = spawn(&id, 0, 0, 1), r1 = spawn(&proxied, 1, 0, 1), r2 = spawn(&id, 2, 1, 1);
+  start(&r0, &id);
+  start(&r1, &proxied);
   uint8_t up[4096], down[4096], junk[4096], fresh[4096];
   size_t nup = 0, ndown = 0;
   bad |= proxy_capture(&px, up, &nup, down, &ndown);
@@ -383,10 +405,10 @@ static int case_uid(void) {
            nfresh, ndown);
     bad = 1;
   }
-  child_t liar = spawn(&wrong, 2, 0, 0);
+  start(&liar, &wrong);
   bad |= expect_refused("rank 2 with a wrong secret", &liar, TUTTI_ERR_REMOTE, 10.0);
 
-  release(&r2);
+  start(&r2, &id);
   bad |= expect_joined("rank 0", &r0);
   bad |= expect_joined("rank 1 (through the proxy)", &r1);
   bad |= expect_joined("rank 2 (held back)", &r2);
@@ -433,20 +455,25 @@ static int case_env(void) {
   int bad = 0;
   setenv("TUTTI_SECRET", "not-hex", 1);
   setenv("TUTTI_RANK", "2", 1);
-  child_t malformed = spawn(NULL, 2, 0, 0);
+  child_t malformed = spawn(2, 0);
+  start(&malformed, NULL);
   bad |= expect_refused("TUTTI_SECRET=not-hex", &malformed, TUTTI_ERR_INVALID_ARGUMENT, 1.0);
 
   setenv("TUTTI_SECRET", secret, 1);
   setenv("TUTTI_RANK", "0", 1);
-  child_t r0 = spawn(NULL, 0, 0, 1);
+  child_t r0 = spawn(0, 1);
+  start(&r0, NULL);
   setenv("TUTTI_RANK", "1", 1);
-  child_t r1 = spawn(NULL, 1, 0, 1);
+  child_t r1 = spawn(1, 1);
+  start(&r1, NULL);
   setenv("TUTTI_SECRET", other, 1);
   setenv("TUTTI_RANK", "2", 1);
-  child_t liar = spawn(NULL, 2, 0, 0);
+  child_t liar = spawn(2, 0);
+  start(&liar, NULL);
   bad |= expect_refused("rank 2 with another TUTTI_SECRET", &liar, TUTTI_ERR_REMOTE, 10.0);
   setenv("TUTTI_SECRET", secret, 1);
-  child_t r2 = spawn(NULL, 2, 0, 1);
+  child_t r2 = spawn(2, 1);
+  start(&r2, NULL);
   bad |= expect_joined("rank 0", &r0);
   bad |= expect_joined("rank 1", &r1);
   bad |= expect_joined("rank 2", &r2);
