@@ -3,6 +3,9 @@
 
 #include "algo/algo.h"
 #include "algo/tuner.h"
+#include "core/colls.h"
+#include "core/internal.h"
+#include "tune/online.h"
 
 static const tutti_algo_t algos[] = {
     {"ring",
@@ -114,8 +117,16 @@ const tutti_algo_t *tutti__algo_select(struct tutti_comm *comm, const tutti_coll
     return comm->pick_cache[a->coll].algo;
   tutti_tune_query_t q;
   tutti__tune_query(comm, a, &q);
+  tutti_pick_why_t why;
   const tutti_algo_t *pick = tutti__tune_pick(&q, comm->cfg.tune, comm->cfg.ntune,
-                                              comm->cfg.algo, NULL);
+                                              comm->cfg.algo, &why);
+  /* Online selection revises the model's own picks only: a rule or TUTTI_ALGO is the user's. */
+  if (why == TUTTI_PICK_MODEL && comm->cfg.tune_online && bytes >= TUTTI_ONLINE_MIN_BYTES &&
+      !tutti__colls[a->coll].variable) {
+    int settled;
+    pick = tutti__online_pick(comm, &q, pick, &settled);
+    if (!settled) return pick; /* a trial: the next call may run another candidate */
+  }
   comm->pick_cache[a->coll].bytes = bytes;
   comm->pick_cache[a->coll].algo = pick;
   return pick;

@@ -45,6 +45,10 @@ static const tutti_config_var_t config_vars[] = {
                                 "(~/.cache/tutti/machine), or are measured at init (rank 0, "
                                 "tens of ms) and cached; force: measure now and refresh the "
                                 "cache; 0: documented fallbacks (docs/tuning.md)"},
+    {"TUTTI_TUNE_ONLINE", "1", "1: the first calls of each size of 4 KiB or more (the model "
+                               "picking) try the model's best candidates, up to 4, and keep the "
+                               "fastest by the slowest rank's time (docs/tuning.md); 0: the "
+                               "model's pick; rank 0's setting holds"},
     {"TUTTI_TUNE_FILE", "", "tuning table (machine parameters and per-size algorithm rules, "
                             "docs/tuning.md) rank 0 loads at init, or saves its measurement "
                             "to if the file does not exist; tutti-tune writes one"},
@@ -172,6 +176,7 @@ tutti_result_t tutti__config_parse(tutti_config_lookup_fn get, void *ctx, tutti_
   }
   struct { const char *name; int *out; } flags[] = {
       {"TUTTI_CMA", &cfg->cma},
+      {"TUTTI_TUNE_ONLINE", &cfg->tune_online},
       {"TUTTI_REPORT_SIGNAL", &cfg->report_signal},
       {"TUTTI_DETERMINISTIC", &cfg->deterministic},
   };

@@ -12,6 +12,7 @@
 
 #include "tutti.h"
 #include "tune/model.h"
+#include "tune/online.h"
 
 #define TUTTI_HIDDEN __attribute__((visibility("hidden")))
 
@@ -92,6 +93,8 @@ typedef struct tutti_config {
   tutti_tune_rule_t tune[TUTTI_TUNE_MAX_RULES]; /* TUTTI_TUNE, parsed (algo/tuner.c) */
   int ntune;
   int deterministic;      /* TUTTI_DETERMINISTIC: reductions fold ranks in rank order */
+  int tune_online;        /* TUTTI_TUNE_ONLINE: try the model's best candidates per size;
+                           * rank 0's setting after init (tune/agree.c) */
   int tune_measure;       /* TUTTI_TUNE_MEASURE: 0 fallbacks, 1 cache or measure, 2 measure */
   int tune_net;           /* TUTTI_TUNE_NET: 1 measure the link between hosts at init, 0 not */
   double net_bps, net_alpha_s; /* TUTTI_TUNE_NET=GBPS[,ALPHA_US]: given figures, else 0 */
@@ -238,6 +241,7 @@ struct tutti_comm {
     size_t bytes;
     const struct tutti_algo *algo;
   } pick_cache[16];
+  tutti_online_t online; /* online selection's sizes and trials (tune/online.c) */
   struct tutti_p2p *p2p; /* matched point-to-point receives (p2p_match.c), or NULL */
   struct tutti_topo *topo; /* hosts and local ranks (core/topo.c), built at init */
   void *scratch;       /* reused working memory of the algorithms */

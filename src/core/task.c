@@ -81,6 +81,7 @@ static tutti_result_t run_algorithm(struct tutti_comm *comm, tutti_coll_args_t *
   a->esize = tutti__dtype_size(a->dtype);
   /* One clock read per call: the deadline counts from the call's start. */
   a->deadline = comm->call_start_ns + (int64_t)(comm->cfg.timeout_s * 1e9);
+  comm->online.running = NULL;
   const tutti_algo_t *algo = tutti__algo_select(comm, a);
   comm->recv_nt = stream_outputs(comm, a);
   if (!algo)
@@ -88,7 +89,9 @@ static tutti_result_t run_algorithm(struct tutti_comm *comm, tutti_coll_args_t *
                         tutti__coll_name(a->coll));
   TRACE("coll", comm->rank, "%s #%u: %zu x %s, algorithm %s", tutti__coll_name(a->coll),
         comm->seq, a->count, tutti__dtype_name((int)a->dtype), algo->name);
+  int64_t t0 = comm->online.running ? tutti__now_ns() : 0;
   tutti_result_t res = algo->fn[a->coll](comm, a);
+  if (comm->online.running && res == TUTTI_SUCCESS) tutti__online_timed(comm, tutti__now_ns() - t0);
   /* Every receive of the call has landed: point-to-point calls after it copy as usual. */
   comm->recv_nt = 0;
   return res;
@@ -126,6 +129,7 @@ tutti_result_t tutti__task_run(struct tutti_comm *comm, tutti_task_t *t) {
      * mbox.c's call_conflict). */
     if (res == TUTTI_SUCCESS && (rooted || comm->verify_seq))
       res = tutti__call_conflict(comm, rooted);
+    if (res == TUTTI_SUCCESS && comm->online.due) res = tutti__online_agree(comm);
     free(scaled);
   }
   if (res != TUTTI_SUCCESS) {

@@ -208,7 +208,8 @@ tutti_result_t tutti__model_obtain(const tutti_config_t *cfg, tutti_model_t *m, 
 typedef struct wire {
   uint32_t ok;
   uint32_t len;
-  char text[8184];
+  uint32_t online; /* TUTTI_TUNE_ONLINE: every rank must try the same candidates */
+  char text[8180];
 } wire_t;
 
 tutti_result_t tutti__model_agree(struct tutti_comm *comm) {
@@ -227,6 +228,7 @@ tutti_result_t tutti__model_agree(struct tutti_comm *comm) {
   comm->in_agreement = 0;
   if (comm->rank == 0 && res == TUTTI_SUCCESS) {
     w->ok = own == TUTTI_SUCCESS;
+    w->online = (uint32_t)comm->cfg.tune_online;
     int k = w->ok ? tutti__table_write(m, NULL, w->text, sizeof w->text)
                   : snprintf(w->text, sizeof w->text, "%s", err);
     if (k < 0) { /* cannot happen with 64 rules; refuse rather than send half */
@@ -271,6 +273,7 @@ tutti_result_t tutti__model_agree(struct tutti_comm *comm) {
                          err);
   }
   if (res == TUTTI_SUCCESS) {
+    comm->cfg.tune_online = (int)w->online;
     m->have = 1;
     m->from_rank = 0;
     INFO("tune", r, "tuning model of rank 0: %s; agreement %.3f s", m->origin,

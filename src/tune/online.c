@@ -1,0 +1,159 @@
+/*
+ * Online selection (online.h). A size's first call runs the model's pick untimed (it faults in
+ * the buffers every candidate then shares), then each candidate runs `reps` timed calls in
+ * turn; the call that ends the last trial ends with an exchange of every rank's fastest time
+ * per candidate (the maximum over the ranks), and the smallest maximum wins (ties: the
+ * model's order).
+ * Fewer timed calls at large sizes: a 16 MiB call is long enough that one time ranks the
+ * candidates, and a benchmark or a training loop warms up with only a handful of calls.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "algo/algo.h"
+#include "algo/tuner.h"
+#include "core/colls.h"
+#include "core/internal.h"
+#include "tune/online.h"
+
+/* Candidates predicted slower than this factor times the best are not tried: a model that
+ * misjudges by more is wrong about more than the order (measured misses: 1.1x to 2.6x). */
+#define CAND_FACTOR 3.0
+
+static int reps_for(size_t bytes) {
+  return bytes < ((size_t)1 << 20) ? 3 : bytes < ((size_t)16 << 20) ? 2 : 1;
+}
+
+/* The model's candidates for q, cheapest first (model_pick, the cheapest, leads). */
+static int candidates(const tutti_tune_query_t *q, const tutti_algo_t *model_pick,
+                      const tutti_algo_t **out) {
+  int n, k = 1;
+  const tutti_algo_t *t = tutti__algo_table(&n);
+  double best = tutti__tune_predict(model_pick, q), pred[TUTTI_ONLINE_MAX_CAND + 1];
+  out[0] = model_pick;
+  pred[0] = best;
+  if (best < 0) return 1;
+  for (int i = 0; i < n; i++) {
+    double p = tutti__tune_predict(&t[i], q);
+    if (&t[i] == model_pick || p < 0 || p > CAND_FACTOR * best) continue;
+    /* Insertion into the sorted list (ties keep the table's order), one past its end. */
+    const tutti_algo_t *sorted[TUTTI_ONLINE_MAX_CAND + 1];
+    memcpy(sorted, out, (size_t)k * sizeof *out);
+    int at = k;
+    while (at > 1 && pred[at - 1] > p) {
+      sorted[at] = sorted[at - 1];
+      pred[at] = pred[at - 1];
+      at--;
+    }
+    sorted[at] = &t[i];
+    pred[at] = p;
+    if (k < TUTTI_ONLINE_MAX_CAND) k++;
+    memcpy(out, sorted, (size_t)k * sizeof *out);
+  }
+  return k;
+}
+
+static tutti_online_slot_t *slot_for(tutti_online_t *o, const tutti_tune_query_t *q,
+                                     const tutti_algo_t *model_pick) {
+  for (int i = 0; i < o->used; i++)
+    if (o->slot[i].coll == (int)q->coll && o->slot[i].bytes == q->bytes) return &o->slot[i];
+  tutti_online_slot_t *s;
+  if (o->used < TUTTI_ONLINE_SLOTS) {
+    s = &o->slot[o->used++];
+  } else { /* the same slot on every rank: the calls decide it */
+    s = &o->slot[o->evict];
+    o->evict = (o->evict + 1) % TUTTI_ONLINE_SLOTS;
+  }
+  memset(s, 0, sizeof *s);
+  s->coll = (int)q->coll;
+  s->bytes = q->bytes;
+  s->reps = reps_for(q->bytes);
+  s->ncand = candidates(q, model_pick, s->cand);
+  if (s->ncand < 2) s->pick = model_pick;
+  return s;
+}
+
+const tutti_algo_t *tutti__online_pick(struct tutti_comm *comm, const tutti_tune_query_t *q,
+                                       const tutti_algo_t *model_pick, int *settled) {
+  tutti_online_t *o = &comm->online;
+  tutti_online_slot_t *s = slot_for(o, q, model_pick);
+  *settled = s->pick != NULL;
+  if (s->pick) return s->pick;
+  o->running = s;
+  o->running_cand = s->done == 0 ? -1 : (s->done - 1) / s->reps;
+  return o->running_cand < 0 ? s->cand[0] : s->cand[o->running_cand];
+}
+
+void tutti__online_timed(struct tutti_comm *comm, int64_t ns) {
+  tutti_online_t *o = &comm->online;
+  tutti_online_slot_t *s = o->running;
+  o->running = NULL;
+  if (!s) return;
+  int c = o->running_cand;
+  if (c >= 0) {
+    double t = (double)ns * 1e-9;
+    if (s->best_s[c] == 0 || t < s->best_s[c]) s->best_s[c] = t;
+  }
+  if (++s->done == 1 + s->ncand * s->reps) o->due = s;
+}
+
+/* The element-wise maximum of every rank's v (k doubles) on every rank: a binomial tree up
+ * to rank 0 and down again, in messages tagged as the call just finished (its fingerprint
+ * too), so they need no call number of their own and cannot be taken for another call's:
+ * each peer's queue is in order, and every rank sends these before its next call's. */
+static tutti_result_t agree_max(struct tutti_comm *comm, double *v, int k) {
+  int n = comm->nranks, r = comm->rank;
+  uint32_t tag = comm->seq;
+  size_t len = (size_t)k * sizeof *v;
+  int64_t deadline = tutti__deadline_after(comm->cfg.timeout_s);
+  double got[TUTTI_ONLINE_MAX_CAND];
+  tutti_result_t res = TUTTI_SUCCESS;
+  tutti_xfer_t x;
+  for (int mask = 1; mask < n && res == TUTTI_SUCCESS; mask <<= 1) {
+    if (r & mask) { /* up to the parent, then this rank waits for the answer */
+      res = tutti__isend_tag(comm, &x, r - mask, v, len, tag);
+      if (res == TUTTI_SUCCESS) res = tutti__wait(comm, &x, deadline);
+      break;
+    }
+    if (r + mask < n) {
+      res = tutti__irecv_tag(comm, &x, r + mask, got, len, tag);
+      if (res == TUTTI_SUCCESS) res = tutti__wait(comm, &x, deadline);
+      for (int i = 0; i < k && res == TUTTI_SUCCESS; i++)
+        if (got[i] > v[i]) v[i] = got[i];
+    }
+  }
+  for (int mask = 1; mask < n && res == TUTTI_SUCCESS; mask <<= 1) {
+    if (r < mask && r + mask < n) {
+      res = tutti__isend_tag(comm, &x, r + mask, v, len, tag);
+      if (res == TUTTI_SUCCESS) res = tutti__wait(comm, &x, deadline);
+    } else if (r >= mask && r < 2 * mask) {
+      res = tutti__irecv_tag(comm, &x, r - mask, v, len, tag);
+      if (res == TUTTI_SUCCESS) res = tutti__wait(comm, &x, deadline);
+    }
+  }
+  return res;
+}
+
+tutti_result_t tutti__online_agree(struct tutti_comm *comm) {
+  tutti_online_t *o = &comm->online;
+  tutti_online_slot_t *s = o->due;
+  if (!s) return TUTTI_SUCCESS;
+  o->due = NULL;
+  double t[TUTTI_ONLINE_MAX_CAND];
+  memcpy(t, s->best_s, sizeof t);
+  tutti_result_t res = agree_max(comm, t, s->ncand);
+  if (res != TUTTI_SUCCESS) return res;
+  int best = 0;
+  for (int i = 1; i < s->ncand; i++)
+    if (t[i] < t[best]) best = i;
+  s->pick = s->cand[best];
+  char line[256];
+  int k = 0;
+  for (int i = 0; i < s->ncand && k >= 0 && (size_t)k < sizeof line; i++)
+    k += snprintf(line + k, sizeof line - (size_t)k, "%s%s %.1f us", i ? ", " : "",
+                  s->cand[i]->name, t[i] * 1e6);
+  INFO("tune", comm->rank, "online selection: %s of %zu bytes runs %s (the model's pick: %s; "
+       "slowest rank's best trial: %s)", tutti__coll_name((tutti_coll_t)s->coll), s->bytes,
+       s->pick->name, s->cand[0]->name, line);
+  return TUTTI_SUCCESS;
+}

@@ -1,0 +1,61 @@
+/*
+ * Online selection (online.c): where the cost model picks, the first calls of a (collective,
+ * size) try the model's best few candidates in turn, the ranks agree on the fastest by the
+ * slowest rank's time, and every later call of that size runs it. The model only has to put
+ * the fastest algorithm among its first few; a machine it misjudges costs a dozen calls.
+ *
+ * Every decision depends only on the sequence of calls, which every rank shares, and on the
+ * agreed times, so all ranks run the same algorithm in every call.
+ */
+#ifndef TUTTI_TUNE_ONLINE_H
+#define TUTTI_TUNE_ONLINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tutti.h"
+
+struct tutti_algo;
+struct tutti_comm;
+struct tutti_tune_query;
+
+#define TUTTI_ONLINE_SLOTS 32   /* sizes remembered per communicator (then round-robin) */
+#define TUTTI_ONLINE_MAX_CAND 4 /* candidates tried per size */
+/* Smaller calls keep the model's pick: their times are a few wake-ups, too noisy to rank on
+ * a shared machine in a dozen calls, and the agreement's own all-reduce is one of them. */
+#define TUTTI_ONLINE_MIN_BYTES 4096
+
+typedef struct tutti_online_slot {
+  int coll;
+  size_t bytes;
+  int ncand, reps; /* each candidate runs reps timed calls, after one untimed warm-up */
+  int done;        /* calls of this size so far (the warm-up, then the trials) */
+  const struct tutti_algo *cand[TUTTI_ONLINE_MAX_CAND]; /* the model's order */
+  double best_s[TUTTI_ONLINE_MAX_CAND]; /* this rank's fastest trial of each */
+  const struct tutti_algo *pick;        /* once agreed; NULL while trying */
+} tutti_online_slot_t;
+
+typedef struct tutti_online {
+  tutti_online_slot_t slot[TUTTI_ONLINE_SLOTS];
+  int used, evict;
+  tutti_online_slot_t *running; /* the slot the running call is a trial of, or NULL */
+  int running_cand;             /* its candidate, -1 for the warm-up */
+  tutti_online_slot_t *due;     /* every trial of it ran: agree after this call */
+} tutti_online_t;
+
+/* The algorithm for a call of q that the model picked as model_pick: the agreed one where
+ * q's size is settled (*settled set), else the candidate whose trial this call is (marked as
+ * comm's running trial; select again for the next call). */
+const struct tutti_algo *tutti__online_pick(struct tutti_comm *comm,
+                                            const struct tutti_tune_query *q,
+                                            const struct tutti_algo *model_pick, int *settled);
+
+/* The running trial took ns on this rank (its call succeeded). */
+void tutti__online_timed(struct tutti_comm *comm, int64_t ns);
+
+/* At the end of a call (its number still current): where it was the last trial of its size,
+ * the ranks agree on the fastest candidate (the maximum of the trial times over the ranks,
+ * exchanged in the call's name) and settle the size. */
+tutti_result_t tutti__online_agree(struct tutti_comm *comm);
+
+#endif

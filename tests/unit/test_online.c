@@ -1,0 +1,184 @@
+/* Online selection (tune/online.c): the first calls of a size try the model's candidates in
+ * turn with correct results, every rank settles on the same one, the slowest rank's time
+ * decides, and rank 0's TUTTI_TUNE_ONLINE holds for all. Three ranks are forked per test
+ * before tutti_get_unique_id, which hands them the id through a pipe. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "algo/algo.h"
+#include "core/internal.h"
+#include "harness.h"
+#include "tune/online.h"
+
+#define N 3
+#define COUNT 8192 /* int64: 64 KiB, above TUTTI_ONLINE_MIN_BYTES */
+#define CALLS 24
+
+typedef struct seen {
+  int rc, ok;
+  int ncand, reps, used;
+  char ran[CALLS][24];  /* the algorithm of each call */
+  char cand[TUTTI_ONLINE_MAX_CAND][24];
+  char pick[24];        /* the settled pick, "" if none */
+} seen_t;
+
+typedef void (*body_fn)(tutti_comm_t comm, int r, seen_t *out);
+
+static void rank_main(int id_fd, int r, const char *const *env, body_fn body, seen_t *out) {
+  for (int i = 0; env[i]; i += 3)
+    if (atoi(env[i]) == r || env[i][0] == '*') setenv(env[i + 1], env[i + 2], 1);
+  tutti_unique_id_t id;
+  if (read(id_fd, &id, sizeof id) != (ssize_t)sizeof id) _exit(1); /* < PIPE_BUF: one read */
+  tutti_comm_t comm;
+  out->rc = tutti_comm_init_rank(&comm, N, &id, r);
+  if (out->rc != TUTTI_SUCCESS) _exit(0);
+  body(comm, r, out);
+  tutti_online_t *o = &comm->online;
+  out->used = o->used;
+  if (o->used) {
+    tutti_online_slot_t *s = &o->slot[0];
+    out->ncand = s->ncand;
+    out->reps = s->reps;
+    for (int i = 0; i < s->ncand; i++) snprintf(out->cand[i], 24, "%s", s->cand[i]->name);
+    if (s->pick) snprintf(out->pick, 24, "%s", s->pick->name);
+  }
+  tutti_comm_destroy(comm);
+  _exit(0);
+}
+
+static seen_t *run(const char *const *env, body_fn body) {
+  seen_t *s = mmap(NULL, N * sizeof *s, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1,
+                   0);
+  ASSERT(s != MAP_FAILED);
+  memset(s, 0, N * sizeof *s);
+  setenv("TUTTI_TIMEOUT", "60", 1);
+  setenv("TUTTI_TUNE_MEASURE", "0", 1); /* fallbacks: the same candidates on every run */
+  pid_t kid[N];
+  int idp[2];
+  ASSERT(pipe(idp) == 0);
+  for (int r = 0; r < N; r++) {
+    kid[r] = fork();
+    ASSERT(kid[r] >= 0);
+    if (kid[r] == 0) {
+      close(idp[1]);
+      rank_main(idp[0], r, env, body, &s[r]);
+    }
+  }
+  close(idp[0]);
+  tutti_unique_id_t id;
+  memset(&id, 0, sizeof id);
+  tutti_result_t rc = tutti_get_unique_id(&id);
+  for (int r = 0; r < N; r++)
+    ASSERT(write(idp[1], &id, sizeof id) == (ssize_t)sizeof id);
+  close(idp[1]);
+  ASSERT_EQ(rc, TUTTI_SUCCESS);
+  for (int r = 0; r < N; r++) {
+    int st;
+    ASSERT(waitpid(kid[r], &st, 0) == kid[r] && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  }
+  return s;
+}
+
+static tutti_coll_args_t allreduce_args(void *buf) {
+  return (tutti_coll_args_t){.coll = TUTTI_COLL_ALLREDUCE, .sendbuf = buf, .recvbuf = buf,
+                             .count = COUNT, .dtype = TUTTI_INT64, .op = TUTTI_SUM,
+                             .esize = sizeof(int64_t)};
+}
+
+/* CALLS all-reduces of one size, each checked exactly, noting which algorithm ran. */
+static void allreduce_loop(tutti_comm_t comm, int r, seen_t *out) {
+  static int64_t x[COUNT];
+  out->ok = 1;
+  for (int c = 0; c < CALLS; c++) {
+    tutti_coll_args_t a = allreduce_args(x);
+    snprintf(out->ran[c], 24, "%s", tutti__algo_select(comm, &a)->name);
+    for (int i = 0; i < COUNT; i++) x[i] = (int64_t)(r + 1) * (i - 4000) + c;
+    if (tutti_allreduce(x, x, COUNT, TUTTI_INT64, TUTTI_SUM, comm) != TUTTI_SUCCESS) {
+      out->ok = 0;
+      return;
+    }
+    for (int i = 0; i < COUNT; i++) /* ranks 1..3 times (i - 4000), plus c from each */
+      if (x[i] != 6 * (int64_t)(i - 4000) + N * c) out->ok = 0;
+  }
+}
+
+TEST(trials_in_turn_then_one_pick_everywhere) {
+  seen_t *s = run((const char *const[]){NULL}, allreduce_loop);
+  for (int r = 0; r < N; r++) {
+    ASSERT_EQ(s[r].rc, TUTTI_SUCCESS);
+    ASSERT(s[r].ok);
+    ASSERT(s[r].ncand >= 2 && s[r].ncand <= TUTTI_ONLINE_MAX_CAND);
+    ASSERT_EQ(s[r].reps, 3); /* 64 KiB */
+    ASSERT(s[r].pick[0]);
+    ASSERT_STR_EQ(s[r].pick, s[0].pick);
+    int calls = 1 + s[r].ncand * s[r].reps, known = 0;
+    ASSERT(calls < CALLS);
+    /* A warm-up of the model's pick, then each candidate reps times, then the pick. */
+    for (int c = 0; c < CALLS; c++) {
+      const char *want = c == 0        ? s[r].cand[0]
+                         : c < calls   ? s[r].cand[(c - 1) / s[r].reps]
+                                       : s[r].pick;
+      ASSERT_STR_EQ(s[r].ran[c], want);
+      ASSERT_STR_EQ(s[r].ran[c], s[0].ran[c]);
+    }
+    for (int i = 0; i < s[r].ncand; i++) known |= !strcmp(s[r].pick, s[r].cand[i]);
+    ASSERT(known);
+  }
+}
+
+/* Made-up trial times: candidate 0 is the fastest on ranks 0 and 1 but slow on rank 2, so
+ * only the slowest rank's view makes candidate 1 the pick. */
+static double fake_us(int r, int cand) {
+  if (cand == 0) return r == 2 ? 500 : 10;
+  return 100 + 10 * cand;
+}
+
+static void fake_trials(tutti_comm_t comm, int r, seen_t *out) {
+  static int64_t x[COUNT];
+  out->ok = 1;
+  for (int c = 0; c < CALLS && out->ok; c++) {
+    tutti_coll_args_t a = allreduce_args(x);
+    const tutti_algo_t *algo = tutti__algo_select(comm, &a);
+    snprintf(out->ran[c], 24, "%s", algo->name);
+    tutti_online_t *o = &comm->online;
+    if (!o->running) break; /* settled */
+    int cand = o->running_cand < 0 ? 0 : o->running_cand;
+    tutti__online_timed(comm, (int64_t)(fake_us(r, cand) * 1e3));
+    if (tutti__online_agree(comm) != TUTTI_SUCCESS) out->ok = 0;
+  }
+}
+
+TEST(the_slowest_rank_decides) {
+  seen_t *s = run((const char *const[]){NULL}, fake_trials);
+  for (int r = 0; r < N; r++) {
+    ASSERT_EQ(s[r].rc, TUTTI_SUCCESS);
+    ASSERT(s[r].ok);
+    ASSERT(s[r].ncand >= 2);
+    ASSERT_STR_EQ(s[r].pick, s[r].cand[1]);
+  }
+}
+
+/* TUTTI_TUNE_ONLINE differs between the ranks: rank 0's holds everywhere. */
+TEST(rank_0_setting_holds) {
+  seen_t *s = run((const char *const[]){"0", "TUTTI_TUNE_ONLINE", "0", NULL}, allreduce_loop);
+  for (int r = 0; r < N; r++) {
+    ASSERT(s[r].ok);
+    ASSERT_EQ(s[r].used, 0);
+    for (int c = 1; c < CALLS; c++) ASSERT_STR_EQ(s[r].ran[c], s[r].ran[0]);
+  }
+  s = run((const char *const[]){"1", "TUTTI_TUNE_ONLINE", "0", "2", "TUTTI_TUNE_ONLINE", "0",
+                                NULL},
+          allreduce_loop);
+  for (int r = 0; r < N; r++) {
+    ASSERT(s[r].ok);
+    ASSERT_EQ(s[r].used, 1);
+    ASSERT(s[r].pick[0]);
+    ASSERT_STR_EQ(s[r].pick, s[0].pick);
+  }
+}
+
+int main(int argc, char **argv) { return harness_main(argc, argv); }
