@@ -1,7 +1,7 @@
 /*
  * Online selection (online.h). A size's first call runs the model's pick untimed (it faults in
- * the buffers every candidate then shares), then each candidate runs `reps` timed calls in
- * turn; the call that ends the last trial ends with an exchange of every rank's fastest time
+ * the buffers every candidate then shares), then the candidates take turns, `reps` timed
+ * calls each; the call that ends the last trial ends with an exchange of every rank's fastest time
  * per candidate (the maximum over the ranks), and the smallest maximum wins (ties: the
  * model's order).
  * Fewer timed calls at large sizes: a 16 MiB call is long enough that one time ranks the
@@ -80,7 +80,9 @@ const tutti_algo_t *tutti__online_pick(struct tutti_comm *comm, const tutti_tune
   *settled = s->pick != NULL;
   if (s->pick) return s->pick;
   o->running = s;
-  o->running_cand = s->done == 0 ? -1 : (s->done - 1) / s->reps;
+  /* Round robin: a slow spell (the first calls after a pause wake CPUs and ranks slowly)
+   * then costs every candidate a trial rather than one candidate all of its trials. */
+  o->running_cand = s->done == 0 ? -1 : (s->done - 1) % s->ncand;
   return o->running_cand < 0 ? s->cand[0] : s->cand[o->running_cand];
 }
 

@@ -28,7 +28,7 @@ struct tutti_tune_query;
 typedef struct tutti_online_slot {
   int coll;
   size_t bytes;
-  int ncand, reps; /* each candidate runs reps timed calls, after one untimed warm-up */
+  int ncand, reps; /* each candidate runs reps timed calls (in turns), after one warm-up */
   int done;        /* calls of this size so far (the warm-up, then the trials) */
   const struct tutti_algo *cand[TUTTI_ONLINE_MAX_CAND]; /* the model's order */
   double best_s[TUTTI_ONLINE_MAX_CAND]; /* this rank's fastest trial of each */

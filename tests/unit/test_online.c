@@ -117,10 +117,10 @@ TEST(trials_in_turn_then_one_pick_everywhere) {
     ASSERT_STR_EQ(s[r].pick, s[0].pick);
     int calls = 1 + s[r].ncand * s[r].reps, known = 0;
     ASSERT(calls < CALLS);
-    /* A warm-up of the model's pick, then each candidate reps times, then the pick. */
+    /* A warm-up of the model's pick, then the candidates in turns, reps each, then the pick. */
     for (int c = 0; c < CALLS; c++) {
       const char *want = c == 0        ? s[r].cand[0]
-                         : c < calls   ? s[r].cand[(c - 1) / s[r].reps]
+                         : c < calls   ? s[r].cand[(c - 1) % s[r].ncand]
                                        : s[r].pick;
       ASSERT_STR_EQ(s[r].ran[c], want);
       ASSERT_STR_EQ(s[r].ran[c], s[0].ran[c]);
