@@ -3,6 +3,7 @@
  * decides, and rank 0's TUTTI_TUNE_ONLINE holds for all. Three ranks are forked per test
  * before tutti_get_unique_id, which hands them the id through a pipe. */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -21,6 +22,7 @@
 typedef struct seen {
   int rc, ok;
   int ncand, reps, used;
+  int oneshot_last;     /* settled sizes whose last trial ran one-shot */
   char ran[CALLS][24];  /* the algorithm of each call */
   char cand[TUTTI_ONLINE_MAX_CAND][24];
   char pick[24];        /* the settled pick, "" if none */
@@ -39,6 +41,10 @@ static void rank_main(int id_fd, int r, const char *const *env, body_fn body, se
   body(comm, r, out);
   tutti_online_t *o = &comm->online;
   out->used = o->used;
+  for (int i = 0; i < o->used; i++) { /* the last trial is the last candidate's */
+    const tutti_online_slot_t *s = &o->slot[i];
+    out->oneshot_last += s->pick && s->ncand > 1 && !strcmp(s->cand[s->ncand - 1]->name, "oneshot");
+  }
   if (o->used) {
     tutti_online_slot_t *s = &o->slot[0];
     out->ncand = s->ncand;
@@ -127,6 +133,88 @@ TEST(trials_in_turn_then_one_pick_everywhere) {
     }
     for (int i = 0; i < s[r].ncand; i++) known |= !strcmp(s[r].pick, s[r].cand[i]);
     ASSERT(known);
+  }
+}
+
+/* Every collective at sizes where the candidates include one-shot, each size through its
+ * trials and past its agreement, every result exact: the agreement's exchange must not be
+ * taken for a disagreement about a one-shot call (mbox.c), whichever candidate ran last. */
+static void many_sizes(tutti_comm_t comm, int r, seen_t *out) {
+  static int64_t in[N * COUNT], res[N * COUNT];
+  out->ok = 1;
+  for (size_t count = 512; count <= COUNT && out->ok; count *= 2)
+    for (int call = 0; call < 16 && out->ok; call++) {
+      for (size_t i = 0; i < N * count; i++) in[i] = (int64_t)(r + 1) * (int64_t)i + call;
+      tutti_result_t rc = tutti_allreduce(in, res, count, TUTTI_INT64, TUTTI_SUM, comm);
+      for (size_t i = 0; i < count && rc == TUTTI_SUCCESS; i++)
+        out->ok &= res[i] == 6 * (int64_t)i + N * call;
+      if (rc == TUTTI_SUCCESS)
+        rc = tutti_reduce_scatter(in, res, count / N, TUTTI_INT64, TUTTI_SUM, comm);
+      for (size_t i = 0; i < count / N && rc == TUTTI_SUCCESS; i++)
+        out->ok &= res[i] == 6 * (int64_t)(r * (count / N) + i) + N * call;
+      if (rc == TUTTI_SUCCESS)
+        rc = tutti_allgather(in, res, count / N, TUTTI_INT64, comm);
+      for (size_t i = 0; i < N * (count / N) && rc == TUTTI_SUCCESS; i++) {
+        size_t from = i / (count / N), j = i % (count / N);
+        out->ok &= res[i] == (int64_t)(from + 1) * (int64_t)j + call;
+      }
+      if (rc == TUTTI_SUCCESS) {
+        memcpy(res, in, count * sizeof *res);
+        rc = tutti_broadcast(res, res, count, TUTTI_INT64, call % N, comm);
+      }
+      for (size_t i = 0; i < count && rc == TUTTI_SUCCESS; i++)
+        out->ok &= res[i] == (int64_t)(call % N + 1) * (int64_t)i + call;
+      if (rc != TUTTI_SUCCESS) {
+        fprintf(stderr, "rank %d, count %zu, call %d: %s: %s\n", r, count, call,
+                tutti_result_string(rc), tutti_comm_last_error(comm));
+        out->ok = 0;
+      }
+    }
+}
+
+TEST(many_sizes_settle_with_exact_results) {
+  seen_t *s = run((const char *const[]){NULL}, many_sizes);
+  for (int r = 0; r < N; r++) {
+    ASSERT_EQ(s[r].rc, TUTTI_SUCCESS);
+    ASSERT(s[r].ok);
+    ASSERT(s[r].used >= 8); /* sizes of 4 KiB and more, several collectives */
+  }
+}
+
+/* The same, with the size's candidates reordered (alike on every rank) so that its last
+ * trial runs one-shot: the exchange after it waits on the queues while the peers' mailbox
+ * posts of that call are still up. */
+static void oneshot_last(tutti_comm_t comm, int r, seen_t *out) {
+  static int64_t x[COUNT / 2];
+  tutti_coll_args_t a = allreduce_args(x);
+  a.count = COUNT / 2; /* 32 KiB: within a one-shot mailbox */
+  tutti__algo_select(comm, &a); /* makes the size's slot */
+  tutti_online_slot_t *s = &comm->online.slot[0];
+  int at = -1;
+  for (int i = 0; i < s->ncand; i++)
+    if (!strcmp(s->cand[i]->name, "oneshot")) at = i;
+  out->ok = comm->online.used == 1 && s->ncand > 1 && at >= 0;
+  if (!out->ok) return;
+  const tutti_algo_t *last = s->cand[s->ncand - 1];
+  s->cand[s->ncand - 1] = s->cand[at];
+  s->cand[at] = last;
+  for (int call = 0; call < CALLS && out->ok; call++) {
+    for (int i = 0; i < COUNT / 2; i++) x[i] = (int64_t)(r + 1) * i - call;
+    tutti_result_t rc = tutti_allreduce(x, x, COUNT / 2, TUTTI_INT64, TUTTI_SUM, comm);
+    if (rc != TUTTI_SUCCESS)
+      fprintf(stderr, "rank %d, call %d: %s\n", r, call, tutti_comm_last_error(comm));
+    out->ok = rc == TUTTI_SUCCESS;
+    for (int i = 0; i < COUNT / 2 && out->ok; i++) out->ok = x[i] == 6 * (int64_t)i - N * call;
+  }
+}
+
+TEST(a_one_shot_last_trial_then_the_exchange) {
+  seen_t *s = run((const char *const[]){NULL}, oneshot_last);
+  for (int r = 0; r < N; r++) {
+    ASSERT_EQ(s[r].rc, TUTTI_SUCCESS);
+    ASSERT(s[r].ok);
+    ASSERT_EQ(s[r].oneshot_last, 1);
+    ASSERT(s[r].pick[0]);
   }
 }
 
