@@ -1,18 +1,18 @@
 /* Online selection (tune/online.c): the first calls of a size try the model's candidates in
  * turn with correct results, every rank settles on the same one, the slowest rank's time
  * decides, and rank 0's TUTTI_TUNE_ONLINE holds for all. Three ranks are forked per test
- * before tutti_get_unique_id, which hands them the id through a pipe. */
+ * (harness_run_ranks). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "algo/algo.h"
 #include "core/internal.h"
 #include "harness.h"
+#include "ranks.h"
 #include "tune/online.h"
 
 #define N 3
@@ -30,15 +30,22 @@ typedef struct seen {
 
 typedef void (*body_fn)(tutti_comm_t comm, int r, seen_t *out);
 
-static void rank_main(int id_fd, int r, const char *const *env, body_fn body, seen_t *out) {
-  for (int i = 0; env[i]; i += 3)
-    if (atoi(env[i]) == r || env[i][0] == '*') setenv(env[i + 1], env[i + 2], 1);
-  tutti_unique_id_t id;
-  if (read(id_fd, &id, sizeof id) != (ssize_t)sizeof id) _exit(1); /* < PIPE_BUF: one read */
+typedef struct {
+  const char *const *env;
+  body_fn body;
+  seen_t *seen;
+} job_t;
+
+static void rank_main(const tutti_unique_id_t *id, int r, void *arg) {
+  const job_t *job = arg;
+  seen_t *out = &job->seen[r];
+  for (int i = 0; job->env[i]; i += 3)
+    if (atoi(job->env[i]) == r || job->env[i][0] == '*')
+      setenv(job->env[i + 1], job->env[i + 2], 1);
   tutti_comm_t comm;
-  out->rc = tutti_comm_init_rank(&comm, N, &id, r);
+  out->rc = tutti_comm_init_rank(&comm, N, id, r);
   if (out->rc != TUTTI_SUCCESS) _exit(0);
-  body(comm, r, out);
+  job->body(comm, r, out);
   tutti_online_t *o = &comm->online;
   out->used = o->used;
   for (int i = 0; i < o->used; i++) { /* the last trial is the last candidate's */
@@ -63,29 +70,8 @@ static seen_t *run(const char *const *env, body_fn body) {
   memset(s, 0, N * sizeof *s);
   setenv("TUTTI_TIMEOUT", "60", 1);
   setenv("TUTTI_TUNE_MEASURE", "0", 1); /* fallbacks: the same candidates on every run */
-  pid_t kid[N];
-  int idp[2];
-  ASSERT(pipe(idp) == 0);
-  for (int r = 0; r < N; r++) {
-    kid[r] = fork();
-    ASSERT(kid[r] >= 0);
-    if (kid[r] == 0) {
-      close(idp[1]);
-      rank_main(idp[0], r, env, body, &s[r]);
-    }
-  }
-  close(idp[0]);
-  tutti_unique_id_t id;
-  memset(&id, 0, sizeof id);
-  tutti_result_t rc = tutti_get_unique_id(&id);
-  for (int r = 0; r < N; r++)
-    ASSERT(write(idp[1], &id, sizeof id) == (ssize_t)sizeof id);
-  close(idp[1]);
-  ASSERT_EQ(rc, TUTTI_SUCCESS);
-  for (int r = 0; r < N; r++) {
-    int st;
-    ASSERT(waitpid(kid[r], &st, 0) == kid[r] && WIFEXITED(st) && WEXITSTATUS(st) == 0);
-  }
+  job_t job = {env, body, s};
+  harness_run_ranks(N, rank_main, &job);
   return s;
 }
 

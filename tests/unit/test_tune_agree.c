@@ -1,19 +1,19 @@
 /* The tuning model is agreed at init: every rank ends with rank 0's model and so picks the
  * same algorithm for every call, even when the ranks' own environments would give different
  * models (TUTTI_TUNE_TEST_SKEW or TUTTI_TUNE_FILE on one rank only); a rank 0 that cannot
- * load its model makes every rank fail init, none hangs. Three ranks are forked per test,
- * then tutti_get_unique_id hands them the id through a pipe. */
+ * load its model makes every rank fail init, none hangs. Three ranks are forked per test
+ * (harness_run_ranks). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "algo/algo.h"
 #include "algo/tuner.h"
 #include "core/internal.h"
 #include "harness.h"
+#include "ranks.h"
 #include "tune/model.h"
 
 #define N 3
@@ -50,13 +50,19 @@ static uint64_t digest(tutti_comm_t comm, char *pick1m) {
   return h;
 }
 
-static void rank_main(int id_fd, int r, const char *const *env, seen_t *out) {
+typedef struct {
+  const char *const *env;
+  seen_t *seen;
+} job_t;
+
+static void rank_main(const tutti_unique_id_t *id, int r, void *arg) {
+  const job_t *job = arg;
+  const char *const *env = job->env;
+  seen_t *out = &job->seen[r];
   for (int i = 0; env[i]; i += 3)
     if (atoi(env[i]) == r || env[i][0] == '*') setenv(env[i + 1], env[i + 2], 1);
-  tutti_unique_id_t id;
-  if (read(id_fd, &id, sizeof id) != (ssize_t)sizeof id) _exit(1); /* < PIPE_BUF: one read */
   tutti_comm_t comm;
-  out->rc = tutti_comm_init_rank(&comm, N, &id, r);
+  out->rc = tutti_comm_init_rank(&comm, N, id, r);
   if (out->rc != TUTTI_SUCCESS) _exit(0);
   out->digest = digest(comm, out->pick);
   out->cma_bps = comm->cfg.model.cma_bps;
@@ -86,31 +92,8 @@ static seen_t *run(const char *const *env) {
   memset(s, 0, N * sizeof *s);
   setenv("TUTTI_TIMEOUT", "60", 1);
   setenv("TUTTI_TUNE_MEASURE", "0", 1); /* fallbacks: fast, and the same on every rank */
-  /* The ranks are forked before tutti_get_unique_id starts the rendezvous thread: a child
-   * forked beside a thread that holds a lock (a sanitizer allocator's) could block forever. */
-  pid_t kid[N];
-  int idp[2];
-  ASSERT(pipe(idp) == 0);
-  for (int r = 0; r < N; r++) {
-    kid[r] = fork();
-    ASSERT(kid[r] >= 0);
-    if (kid[r] == 0) {
-      close(idp[1]);
-      rank_main(idp[0], r, env, &s[r]);
-    }
-  }
-  close(idp[0]);
-  tutti_unique_id_t id;
-  memset(&id, 0, sizeof id);
-  tutti_result_t rc = tutti_get_unique_id(&id);
-  for (int r = 0; r < N; r++) /* a zero id on failure: the ranks fail init and exit */
-    ASSERT(write(idp[1], &id, sizeof id) == (ssize_t)sizeof id);
-  close(idp[1]);
-  ASSERT_EQ(rc, TUTTI_SUCCESS);
-  for (int r = 0; r < N; r++) {
-    int st;
-    ASSERT(waitpid(kid[r], &st, 0) == kid[r] && WIFEXITED(st) && WEXITSTATUS(st) == 0);
-  }
+  job_t job = {env, s};
+  harness_run_ranks(N, rank_main, &job);
   return s;
 }
 
