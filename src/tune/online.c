@@ -20,13 +20,12 @@
  * misjudges by more is wrong about more than the order (measured misses: 1.1x to 2.6x). */
 #define CAND_FACTOR 3.0
 
-static int reps_for(size_t bytes) {
+int tutti__online_reps(size_t bytes) {
   return bytes < ((size_t)1 << 20) ? 3 : bytes < ((size_t)16 << 20) ? 2 : 1;
 }
 
-/* The model's candidates for q, cheapest first (model_pick, the cheapest, leads). */
-static int candidates(const tutti_tune_query_t *q, const tutti_algo_t *model_pick,
-                      const tutti_algo_t **out) {
+int tutti__online_candidates(const tutti_tune_query_t *q, const tutti_algo_t *model_pick,
+                             const tutti_algo_t **out) {
   int n, k = 1;
   const tutti_algo_t *t = tutti__algo_table(&n);
   double best = tutti__tune_predict(model_pick, q), pred[TUTTI_ONLINE_MAX_CAND + 1];
@@ -67,8 +66,8 @@ static tutti_online_slot_t *slot_for(tutti_online_t *o, const tutti_tune_query_t
   memset(s, 0, sizeof *s);
   s->coll = (int)q->coll;
   s->bytes = q->bytes;
-  s->reps = reps_for(q->bytes);
-  s->ncand = candidates(q, model_pick, s->cand);
+  s->reps = tutti__online_reps(q->bytes);
+  s->ncand = tutti__online_candidates(q, model_pick, s->cand);
   if (s->ncand < 2) s->pick = model_pick;
   return s;
 }

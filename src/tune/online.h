@@ -43,6 +43,12 @@ typedef struct tutti_online {
   tutti_online_slot_t *due;     /* every trial of it ran: agree after this call */
 } tutti_online_t;
 
+/* The candidates tried for q (at most TUTTI_ONLINE_MAX_CAND, into out), the model's cheapest
+ * first, model_pick leading; and the timed calls each gets at a size of bytes. */
+int tutti__online_candidates(const struct tutti_tune_query *q, const struct tutti_algo *model_pick,
+                             const struct tutti_algo **out);
+int tutti__online_reps(size_t bytes);
+
 /* The algorithm for a call of q that the model picked as model_pick: the agreed one where
  * q's size is settled (*settled set), else the candidate whose trial this call is (marked as
  * comm's running trial; select again for the next call). */

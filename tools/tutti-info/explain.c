@@ -14,6 +14,7 @@
 #include "algo/algo.h"
 #include "algo/tuner.h"
 #include "bootstrap/bootstrap.h"
+#include "core/colls.h"
 #include "core/internal.h"
 
 static int usage(void) {
@@ -168,5 +169,17 @@ int tutti_info_explain(int argc, char **argv) {
     return 1;
   }
   printf("\npick: %s (%s)\n", pick->name, why_text(why));
+  const tutti_coll_info_t *info = tutti__coll_info(coll);
+  if (why == TUTTI_PICK_MODEL && cfg.tune_online && q.bytes >= TUTTI_ONLINE_MIN_BYTES && info &&
+      !info->variable) {
+    const tutti_algo_t *cand[TUTTI_ONLINE_MAX_CAND];
+    int k = tutti__online_candidates(&q, pick, cand), reps = tutti__online_reps(q.bytes);
+    if (k > 1) {
+      printf("online selection (TUTTI_TUNE_ONLINE=1): a job's first %d calls of this size run "
+             "%s once, then", 1 + k * reps, pick->name);
+      for (int i = 0; i < k; i++) printf("%s %s", i ? "," : "", cand[i]->name);
+      printf(" in turns, %d each, and keep the fastest by the slowest rank's time\n", reps);
+    }
+  }
   return 0;
 }
