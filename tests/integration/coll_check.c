@@ -335,8 +335,6 @@ static int check_case(const tcase_t *t) {
   return fails;
 }
 
-static int check_case(const tcase_t *t);
-
 /* Whether two calls of one size may run different algorithms: online selection (on unless
  * TUTTI_TUNE_ONLINE=0) tries candidates in a size's first calls wherever the model picks,
  * which includes the sizes a forced TUTTI_ALGO cannot run (docs/tuning.md). The promise of
