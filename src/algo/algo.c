@@ -3,7 +3,6 @@
 
 #include "algo/algo.h"
 #include "algo/tuner.h"
-#include "core/colls.h"
 #include "core/internal.h"
 #include "tune/online.h"
 
@@ -120,9 +119,7 @@ const tutti_algo_t *tutti__algo_select(struct tutti_comm *comm, const tutti_coll
   tutti_pick_why_t why;
   const tutti_algo_t *pick = tutti__tune_pick(&q, comm->cfg.tune, comm->cfg.ntune,
                                               comm->cfg.algo, &why);
-  /* Online selection revises the model's own picks only: a rule or TUTTI_ALGO is the user's. */
-  if (why == TUTTI_PICK_MODEL && comm->cfg.tune_online && bytes >= TUTTI_ONLINE_MIN_BYTES &&
-      !tutti__colls[a->coll].variable) {
+  if (tutti__online_applies(comm->cfg.tune_online, (int)why, (int)a->coll, bytes)) {
     int settled;
     pick = tutti__online_pick(comm, &q, pick, &settled);
     if (!settled) return pick; /* a trial: the next call may run another candidate */

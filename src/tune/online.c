@@ -20,6 +20,12 @@
  * misjudges by more is wrong about more than the order (measured misses: 1.1x to 2.6x). */
 #define CAND_FACTOR 3.0
 
+int tutti__online_applies(int online, int why, int coll, size_t bytes) {
+  const tutti_coll_info_t *info = tutti__coll_info(coll);
+  return online && why == TUTTI_PICK_MODEL && bytes >= TUTTI_ONLINE_MIN_BYTES && info &&
+         !info->variable;
+}
+
 int tutti__online_reps(size_t bytes) {
   return bytes < ((size_t)1 << 20) ? 3 : bytes < ((size_t)16 << 20) ? 2 : 1;
 }

@@ -43,6 +43,11 @@ typedef struct tutti_online {
   tutti_online_slot_t *due;     /* every trial of it ran: agree after this call */
 } tutti_online_t;
 
+/* Whether online selection revises a pick made for why (a tutti_pick_why_t) of a call of
+ * coll and bytes, with TUTTI_TUNE_ONLINE set to online: the model's own picks only (a rule
+ * or TUTTI_ALGO is the user's), of at least TUTTI_ONLINE_MIN_BYTES, not the v-variants. */
+int tutti__online_applies(int online, int why, int coll, size_t bytes);
+
 /* The candidates tried for q (at most TUTTI_ONLINE_MAX_CAND, into out), the model's cheapest
  * first, model_pick leading; and the timed calls each gets at a size of bytes. */
 int tutti__online_candidates(const struct tutti_tune_query *q, const struct tutti_algo *model_pick,

@@ -14,7 +14,6 @@
 #include "algo/algo.h"
 #include "algo/tuner.h"
 #include "bootstrap/bootstrap.h"
-#include "core/colls.h"
 #include "core/internal.h"
 
 static int usage(void) {
@@ -169,9 +168,7 @@ int tutti_info_explain(int argc, char **argv) {
     return 1;
   }
   printf("\npick: %s (%s)\n", pick->name, why_text(why));
-  const tutti_coll_info_t *info = tutti__coll_info(coll);
-  if (why == TUTTI_PICK_MODEL && cfg.tune_online && q.bytes >= TUTTI_ONLINE_MIN_BYTES && info &&
-      !info->variable) {
+  if (tutti__online_applies(cfg.tune_online, (int)why, (int)coll, q.bytes)) {
     const tutti_algo_t *cand[TUTTI_ONLINE_MAX_CAND];
     int k = tutti__online_candidates(&q, pick, cand), reps = tutti__online_reps(q.bytes);
     if (k > 1) {
