@@ -36,7 +36,7 @@ static tutti_result_t fold_all(struct tutti_comm *comm, const tutti_coll_args_t 
 
 static tutti_result_t start(struct tutti_comm *comm, const tutti_coll_args_t *a, const void *data,
                             size_t len, size_t call_bytes) {
-  TRY(tutti__mbox_begin(comm, a->deadline));
+  TRY(tutti__mbox_begin(comm, len, a->deadline));
   return tutti__mbox_post(comm, data, len, call_bytes);
 }
 

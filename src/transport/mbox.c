@@ -5,19 +5,22 @@
  * costs each rank one write and one read per peer, with no hand-off through a queue and no
  * per-message framing, so an 8-byte all-reduce is a cache-line exchange.
  *
- * Reuse without acknowledgements: each rank has MBOX_DEPTH mailboxes and one-shot call m
- * uses mailbox m mod MBOX_DEPTH. A rank starting call m first makes sure every peer has posted
- * call m - (MBOX_DEPTH - 1) (tutti__mbox_begin); a peer that posted it has finished reading
- * m - MBOX_DEPTH, which is what this rank's mailbox held. Calls where a rank reads every peer
- * (all-reduce, all-gather) establish that for free; a broadcast root or a reduce's leaves may
- * run up to MBOX_DEPTH - 1 calls ahead, which amortises the scheduler's round trips when
- * ranks outnumber cores.
+ * Reuse without acknowledgements: each rank has MBOX_DEPTH cells and one-shot call m uses
+ * cell m mod MBOX_DEPTH (and, for a payload too large for the cell, big mailbox m mod
+ * MBOX_BIG_DEPTH). A rank starting call m first makes sure every peer has posted call
+ * m - (depth - 1), depth being the cells' or the big mailboxes' (tutti__mbox_begin); a peer
+ * that posted it has finished reading m - depth, the last call that used this rank's cell or
+ * big mailbox. Calls where a rank reads every peer (all-reduce, all-gather) establish that for
+ * free; a broadcast root or a reduce's leaves may run up to MBOX_DEPTH - 1 small calls ahead,
+ * which amortises the scheduler's round trips when ranks outnumber cores.
  *
- * Every rank checks every peer's header of every call it can still see (the mailboxes a peer
- * has not replaced) when it reads from that peer, or when it must wait for the peer before
- * reusing a mailbox, so ranks that disagree on a call fail within MBOX_DEPTH calls, at the
- * first call that reads, even where no rank read the other's payload (two ranks that both
- * believe they are a broadcast's root).
+ * Every rank checks every peer's header of every call it can still see (the cells a peer has
+ * not replaced) when it reads from that peer, or when it must wait for the peer before
+ * reusing a cell, so ranks that disagree on a call fail within MBOX_DEPTH calls, at the first
+ * call that reads, even where no rank read the other's payload (two ranks that both believe
+ * they are a broadcast's root). Every MBOX_SAMPLE calls a rank also compares each peer's
+ * previous call if the peer has posted it (one line per peer): a disagreement that repeats,
+ * as two roots in a loop, fails within a few MBOX_SAMPLE calls where the peers keep pace.
  */
 #include <errno.h>
 #include <limits.h>
@@ -30,6 +33,21 @@
 #include "transport/shm_seg.h"
 
 _Static_assert(MBOX_BYTES == TUTTI_MBOX_BYTES, "the mailbox capacity the tuner is told");
+
+#define MBOX_SAMPLE 8u
+
+/* Asks for the line of the next call's cell in exclusive state now, so that its peers' copies
+ * are invalidated while this rank does other work: the sequentially consistent store that
+ * publishes a call waits for every earlier store, and a store to a line a peer still holds
+ * would make it wait for that round trip (82% of mbox_post's time, 8-byte broadcast at
+ * n = 2). PREFETCHW is a no-op on x86-64 processors without it. */
+static inline void prefetch_write(const void *p) {
+#if defined(__x86_64__)
+  __asm__ volatile("prefetchw %0" : : "m"(*(const char *)p));
+#else
+  __builtin_prefetch(p, 1, 3);
+#endif
+}
 
 /* Serial-number order: the counters may wrap. */
 static inline int reached(uint32_t have, uint32_t want) { return (int32_t)(have - want) >= 0; }
@@ -142,20 +160,39 @@ static tutti_result_t check_since(shm_transport_t *s, int li, uint32_t upto) {
   return TUTTI_SUCCESS;
 }
 
-static tutti_result_t mbox_begin(tutti_transport_t *t, int64_t deadline) {
+/* The sampled check (top of file): peer li's header of call, if it has posted it and is not
+ * rewriting that cell, against this rank's; and a failure another local rank published. */
+static tutti_result_t sample_peers(shm_transport_t *s, uint32_t call) {
+  TRY(tutti__shm_check_failed(s));
+  for (int li = 0; li < s->nlocal; li++) {
+    if (li == s->me || reached(s->mseen[li], call)) continue;
+    shm_mbox_t *b = mbox_of(s, li, call);
+    if (atomic_load_explicit(&b->ready, memory_order_acquire) != call) continue;
+    tutti_msg_hdr_t got;
+    memcpy(&got, &b->hdr, sizeof got);
+    atomic_thread_fence(memory_order_acquire);
+    if (atomic_load_explicit(&b->writing, memory_order_relaxed) == call)
+      TRY(check_header(s, li, &got, &mbox_of(s, s->me, call)->hdr));
+  }
+  return TUTTI_SUCCESS;
+}
+
+static tutti_result_t mbox_begin(tutti_transport_t *t, size_t len, int64_t deadline) {
   shm_transport_t *s = (shm_transport_t *)t;
   uint32_t call = ++s->mseq;
+  uint32_t depth = len <= MBOX_INLINE ? MBOX_DEPTH : MBOX_BIG_DEPTH;
   for (int li = 0; li < s->nlocal; li++) {
     if (li == s->me) continue;
-    /* This call replaces call - MBOX_DEPTH in this rank's mailbox: every peer must have
-     * finished that one, which it has once it posted a later call. */
-    if (call > MBOX_DEPTH - 1 && !reached(s->mseen[li], call - (MBOX_DEPTH - 1))) {
-      TRY(wait_posted(s, li, call - (MBOX_DEPTH - 1), deadline));
-      /* Only here, once every MBOX_DEPTH - 1 calls for a rank that reads no one (a
-       * broadcast's root): reading every peer's line on every call would cost more. */
+    /* This call replaces call - depth in this rank's cell or big mailbox: every peer must
+     * have finished that one, which it has once it posted a later call. */
+    if (call > depth - 1 && !reached(s->mseen[li], call - (depth - 1))) {
+      TRY(wait_posted(s, li, call - (depth - 1), deadline));
+      /* Only here, once every depth - 1 calls for a rank that reads no one (a broadcast's
+       * root): reading every peer's line on every call would cost more. */
       TRY(check_since(s, li, call - 1));
     }
   }
+  if (call % MBOX_SAMPLE == 0) TRY(sample_peers(s, call - 1));
   return TUTTI_SUCCESS;
 }
 
@@ -168,11 +205,13 @@ static tutti_result_t mbox_post(tutti_transport_t *t, const void *data, size_t l
   s->mhdr = (tutti_msg_hdr_t){TUTTI_MSG_MAGIC, comm->seq, call_bytes, comm->fp};
   atomic_store_explicit(&b->writing, call, memory_order_relaxed);
   atomic_thread_fence(memory_order_release);
-  if (len) memcpy(b->data, data, len);
+  b->big = len > MBOX_INLINE;
+  if (len) memcpy(b->big ? mbig_of(s, s->me, call) : b->data, data, len);
   b->hdr = s->mhdr;
   /* Sequentially consistent, against the sleeper's announce-then-recheck in sleep_on: either
    * it sees this flag, or this rank sees it asleep and rings. */
   atomic_store(&b->ready, call);
+  prefetch_write(mbox_of(s, s->me, call + 1));
   for (int li = 0; li < s->nlocal; li++) {
     shm_slot_t *peer = &s->slots[li];
     if (li != s->me && atomic_load(&peer->sleeping)) {
@@ -193,7 +232,7 @@ static tutti_result_t mbox_get(tutti_transport_t *t, int peer, int64_t deadline,
     TRY(wait_posted(s, li, s->mseq, deadline));
     TRY(check_since(s, li, s->mseq));
   }
-  *data = b->data;
+  *data = b->big ? mbig_of(s, li, s->mseq) : b->data;
   return TUTTI_SUCCESS;
 }
 
@@ -326,16 +365,23 @@ static void start_sleep(const tutti_cond_t *c, int ms) {
   doorbell_sleep(w->s, c, ms);
 }
 
-/* Before this rank's entry for comm->verify_seq is overwritten (the call CALL_DEPTH later):
- * waits, in the one wait loop and under the current call's deadline, until every local peer
- * has started that call, and compares it; then the same for the next pending one. Without
- * this a rank running CALL_DEPTH calls ahead (through the queues, which let a root run
- * megabytes ahead) would lose the check, and a peer naming another root would go unnoticed
- * here. */
+/* How far past comm->verify_seq a rank runs before settle_pending waits: a call the mailboxes
+ * are to verify is at most MBOX_DEPTH calls old (the cells bound the run ahead, and the entry
+ * outlasts them); one that went through the queues, CALL_AHEAD, so that a disagreement there
+ * surfaces within that many calls. */
+static uint32_t ahead_limit(const shm_transport_t *s) {
+  return s->mverify ? CALL_DEPTH : CALL_AHEAD;
+}
+
+/* Before this rank runs ahead_limit calls past comm->verify_seq: waits, in the one wait loop
+ * and under the current call's deadline, until every local peer has started that call, and
+ * compares it; then the same for the next pending one. Without this a rank running
+ * CALL_DEPTH calls ahead (through the queues, which let a root run megabytes ahead) would
+ * lose the check, and a peer naming another root would go unnoticed here. */
 static tutti_result_t settle_pending(shm_transport_t *s) {
   struct tutti_comm *comm = s->base.comm;
   int64_t deadline = comm->call_start_ns + (int64_t)(comm->cfg.timeout_s * 1e9);
-  while (comm->verify_seq && comm->seq - comm->verify_seq >= CALL_DEPTH) {
+  while (comm->verify_seq && comm->seq - comm->verify_seq >= ahead_limit(s)) {
     uint32_t k = comm->verify_seq;
     uint64_t w[2];
     /* An entry this rank never wrote (a call with nothing to move returns unpublished) has
@@ -365,7 +411,7 @@ static tutti_result_t call_publish(tutti_transport_t *t) {
   shm_transport_t *s = (shm_transport_t *)t;
   struct tutti_comm *comm = t->comm;
   if (s->nlocal < 2) return TUTTI_SUCCESS;
-  if (__builtin_expect(comm->verify_seq && comm->seq - comm->verify_seq >= CALL_DEPTH, 0))
+  if (__builtin_expect(comm->verify_seq && comm->seq - comm->verify_seq >= ahead_limit(s), 0))
     TRY(settle_pending(s));
   __typeof__(&s->slots[0].calls[0]) e = &s->slots[s->me].calls[comm->seq % CALL_DEPTH];
   uint64_t w[2];
@@ -390,7 +436,7 @@ static uint32_t first_unchecked(const shm_transport_t *s) {
 
 /* At the end of a call. A rooted call run one-shot is not compared here: the mailboxes
  * compare every peer's header of it by the time this rank reads that peer or reuses the
- * mailbox, MBOX_DEPTH - 1 one-shot calls later at most (mbox_begin). Reading the peers'
+ * cell, MBOX_DEPTH - 1 one-shot calls later at most (mbox_begin). Reading the peers'
  * published calls after every such call instead cost a broadcast root and its receivers a
  * cache-line transfer each way per call (20-45% of an 8-byte broadcast's time at n = 2), and
  * told no more where the peer was behind. Until the mailboxes have compared it, verify_seq holds

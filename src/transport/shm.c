@@ -397,15 +397,14 @@ tutti_result_t tutti__shm_create(struct tutti_comm *comm, int listen_fd, tutti_t
   int64_t t2 = tutti__now_ns();
   TRY_GOTO(cma_check(s, deadline), res, out);
   int64_t t3 = tutti__now_ns();
-  /* Now: the slots and counters, this rank's mailboxes, and the first page (flag, header,
-   * small payloads) of every peer's; the rest of a peer's mailbox when a large one-shot
-   * payload first reaches it, and the queues' pages when they are opened. Every mailbox of
-   * every peer would be n^2 pages for the host (2.2 GB of mappings at 64 ranks, 0.9 s). */
+  /* Now: the slots and counters, this rank's cells and big mailboxes, and every peer's
+   * cells (flag, header, small payloads: 8 pages each); a peer's big mailboxes when a large
+   * one-shot payload first reaches them, and the queues' pages when they are opened. Every
+   * big mailbox of every peer would be n^2 x 128 pages for the host (2.2 GB of mappings at
+   * 64 ranks, 0.9 s). */
   prefault(s->seg, pools_offset(s->nlocal));
-  prefault((char *)mbox_of(s, s->me, 0), MBOX_DEPTH * MBOX_STRIDE);
-  for (int li = 0; li < s->nlocal; li++)
-    for (uint32_t k = 0; k < MBOX_DEPTH && li != s->me; k++)
-      prefault((char *)mbox_of(s, li, k), PAGE);
+  prefault((char *)mbox_of(s, 0, 0), (size_t)s->nlocal * MBOX_DEPTH * MBOX_CELL);
+  prefault(mbig_of(s, s->me, 0), MBOX_BIG_DEPTH * MBOX_BYTES);
   INFO("shm", comm->rank, "segment %s: %zu bytes reserved for %d local ranks, queues of up to "
        "%zu bytes from %zu-byte pools, single-copy %s; set up in %.3f s (map %.3f, attach "
        "%.3f, single-copy check %.3f, prefault %.3f)", name, s->seg_bytes, s->nlocal, s->qbytes,

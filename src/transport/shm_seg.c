@@ -195,5 +195,6 @@ tutti_result_t tutti__shm_map(shm_transport_t *s, const char *name, int64_t dead
   s->slots = (shm_slot_t *)(s->seg + slots_offset());
   s->rings = (shm_ring_t *)(s->seg + rings_offset(s->nlocal));
   s->mboxes = s->seg + mbox_offset(s->nlocal, s->pool_bytes);
+  s->mbig = s->seg + mbig_offset(s->nlocal, s->pool_bytes);
   return TUTTI_SUCCESS;
 }

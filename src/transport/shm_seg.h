@@ -13,6 +13,7 @@
 #define TUTTI_SHM_SEG_H
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "transport/transport.h"
@@ -41,7 +42,10 @@ typedef struct shm_header {
 
 enum { SHM_READY = 1, SHM_REFUSED = 2 };
 
-#define CALL_DEPTH 16u
+#define CALL_DEPTH 256u
+/* How far a rank may run past a rooted call that went through the queues (not one-shot)
+ * before waiting until every local peer has started it (mbox.c's settle_pending). */
+#define CALL_AHEAD 16u
 
 /* Per local rank: the word it sleeps on, and whether it sleeps (so wakers skip the syscall). */
 typedef struct shm_slot {
@@ -60,10 +64,10 @@ typedef struct shm_slot {
    * seqlock: seq (0 while being written), then the fingerprint in two words. Peers read them
    * only when they wait long, end a rooted call not run one-shot, or have a rooted call still
    * to verify, so ranks that disagree on a call no message crosses (different roots) fail
-   * (mbox.c). 16 deep: a one-shot call the mailboxes have not verified yet is at most
-   * MBOX_DEPTH calls old when a later call must verify it here; a rank does not overwrite
-   * the entry of a rooted call still to verify before every peer has started it (mbox.c's
-   * call_publish). */
+   * (mbox.c). Twice MBOX_DEPTH deep: a one-shot call the mailboxes have not verified yet is
+   * at most MBOX_DEPTH calls old when a later call must verify it here; a rank does not
+   * overwrite the entry of a rooted call still to verify before every peer has started it
+   * (mbox.c's call_publish). */
   _Alignas(CACHELINE) struct {
     _Atomic uint32_t seq;
     _Atomic uint64_t fp[2];
@@ -89,20 +93,33 @@ typedef struct shm_queue {
 } shm_queue_t;
 
 /*
- * A one-shot mailbox: the payload a rank offers its peers for one small collective, read in
- * place by every peer (one copy in, none through a queue). Each rank has MBOX_DEPTH, used by
- * successive one-shot calls in turn: a rank may run up to MBOX_DEPTH - 1 calls ahead of a
- * peer (mbox.c).
+ * One-shot mailboxes: what a rank offers its peers for one small collective, read in place by
+ * every peer (one copy in, none through a queue). Each rank has MBOX_DEPTH cells, used by
+ * successive one-shot calls in turn, so a rank may run up to MBOX_DEPTH - 1 calls ahead of a
+ * peer (mbox.c): deep, because a broadcast root that waits for a descheduled reader every few
+ * calls pays a scheduler round trip each time when ranks outnumber cores. A cell holds the
+ * call's flag, header and a payload of up to MBOX_INLINE bytes; a larger payload (up to
+ * MBOX_BYTES) goes to one of MBOX_BIG_DEPTH big mailboxes, call m to m mod MBOX_BIG_DEPTH, so a
+ * call with a big payload may run only MBOX_BIG_DEPTH - 1 calls ahead. 128 cells of 256 bytes
+ * and 8 big mailboxes: the 8 pages per rank of the 8 full-size mailboxes they replace.
  */
 #define MBOX_BYTES TUTTI_MBOX_BYTES
-#define MBOX_DEPTH 8u
+#define MBOX_DEPTH 128u
+#define MBOX_BIG_DEPTH 8u
+#define MBOX_CELL 256u
 typedef struct shm_mbox {
   _Alignas(CACHELINE) _Atomic uint32_t ready; /* the one-shot call whose payload this is */
   _Atomic uint32_t writing; /* the call being written here: a seqlock for late readers */
   tutti_msg_hdr_t hdr; /* the call, checked by readers as a message header is */
-  char data[];         /* in the header's line: a small payload moves with the flag */
+  uint32_t big;        /* 1: the payload is in the big mailbox of the call, not below */
+  _Alignas(16) char data[]; /* in the header's line: a small payload moves with the flag */
 } shm_mbox_t;
-#define MBOX_STRIDE round_up(sizeof(shm_mbox_t) + MBOX_BYTES, PAGE)
+#define MBOX_INLINE (MBOX_CELL - offsetof(shm_mbox_t, data))
+_Static_assert(offsetof(shm_mbox_t, data) <= CACHELINE, "a cell's first line holds a payload");
+
+/* Published calls (shm_slot_t.calls) a rank keeps: more than the one-shot calls a rank may
+ * run ahead through its cells, so a rooted one-shot call not verified yet is still there. */
+_Static_assert(CALL_DEPTH >= 2 * MBOX_DEPTH, "published calls outlast the mailboxes");
 
 typedef struct shm_transport {
   tutti_transport_t base;
@@ -122,7 +139,8 @@ typedef struct shm_transport {
   int *pidfd;  /* per local index; -1 where pidfd_open is refused */
   int *global; /* global rank of each local index */
   uint64_t probe_word; /* what the other ranks read to prove they can (CMA check) */
-  char *mboxes;        /* MBOX_DEPTH per local rank, MBOX_STRIDE apart */
+  char *mboxes;        /* MBOX_DEPTH cells per local rank, MBOX_CELL apart */
+  char *mbig;          /* MBOX_BIG_DEPTH big mailboxes per local rank, MBOX_BYTES apart */
   uint32_t mseq;       /* one-shot calls started */
   uint32_t *mseen;     /* per local index: the last one-shot call whose header was checked */
   /* 1 while comm->verify_seq is a one-shot call the mailboxes are to verify (mbox.c's
@@ -143,11 +161,17 @@ static inline size_t pools_offset(int n) {
 static inline size_t mbox_offset(int n, size_t pool_bytes) {
   return pools_offset(n) + (size_t)n * pool_bytes;
 }
+static inline size_t mbig_offset(int n, size_t pool_bytes) {
+  return mbox_offset(n, pool_bytes) + round_up((size_t)n * MBOX_DEPTH * MBOX_CELL, PAGE);
+}
 static inline size_t seg_size(int n, size_t pool_bytes) {
-  return mbox_offset(n, pool_bytes) + (size_t)n * MBOX_DEPTH * MBOX_STRIDE;
+  return mbig_offset(n, pool_bytes) + (size_t)n * MBOX_BIG_DEPTH * MBOX_BYTES;
 }
 static inline shm_mbox_t *mbox_of(const shm_transport_t *s, int li, uint32_t call) {
-  return (shm_mbox_t *)(s->mboxes + ((size_t)li * MBOX_DEPTH + call % MBOX_DEPTH) * MBOX_STRIDE);
+  return (shm_mbox_t *)(s->mboxes + ((size_t)li * MBOX_DEPTH + call % MBOX_DEPTH) * MBOX_CELL);
+}
+static inline char *mbig_of(const shm_transport_t *s, int li, uint32_t call) {
+  return s->mbig + ((size_t)li * MBOX_BIG_DEPTH + call % MBOX_BIG_DEPTH) * MBOX_BYTES;
 }
 
 static inline size_t pair(const shm_transport_t *s, int from, int to) {

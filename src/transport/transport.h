@@ -238,9 +238,10 @@ void tutti__p2p_drop(struct tutti_comm *comm);
 #define TUTTI_MBOX_BYTES ((size_t)64 << 10)
 
 typedef struct tutti_mbox_ops {
-  /* Starts a one-shot call: waits until this rank's mailbox for it is read by no one any
-   * more, and checks the peers' headers of the previous one-shot call not checked yet. */
-  tutti_result_t (*begin)(tutti_transport_t *t, int64_t deadline);
+  /* Starts a one-shot call that will post len bytes: waits until this rank's mailbox for it
+   * is read by no one any more, and checks the peers' headers of the previous one-shot calls
+   * not checked yet. */
+  tutti_result_t (*begin)(tutti_transport_t *t, size_t len, int64_t deadline);
   /* Publishes len (<= TUTTI_MBOX_BYTES) bytes of data for the current call and the call's
    * header (comm->seq, comm->fp and call_bytes, the size every rank gives the call). */
   tutti_result_t (*post)(tutti_transport_t *t, const void *data, size_t len, size_t call_bytes);
@@ -264,8 +265,9 @@ typedef struct tutti_mbox_ops {
 static inline size_t tutti__mbox_capacity(const struct tutti_comm *comm) {
   return comm->mbox ? TUTTI_MBOX_BYTES : 0;
 }
-static inline tutti_result_t tutti__mbox_begin(struct tutti_comm *comm, int64_t deadline) {
-  return comm->mbox->ops->mbox->begin(comm->mbox, deadline);
+static inline tutti_result_t tutti__mbox_begin(struct tutti_comm *comm, size_t len,
+                                               int64_t deadline) {
+  return comm->mbox->ops->mbox->begin(comm->mbox, len, deadline);
 }
 static inline tutti_result_t tutti__mbox_post(struct tutti_comm *comm, const void *data,
                                               size_t len, size_t call_bytes) {
