@@ -112,20 +112,30 @@ const tutti_algo_t *tutti__algo_select(struct tutti_comm *comm, const tutti_coll
     if (det->fn[a->coll]) return det;
   }
   size_t bytes = tutti__tune_bytes(a->coll, a->count, a->esize, comm->nranks);
-  if (comm->pick_cache[a->coll].algo && comm->pick_cache[a->coll].bytes == bytes)
-    return comm->pick_cache[a->coll].algo;
+  __typeof__(&comm->pick_cache[0]) pc = &comm->pick_cache[a->coll];
+  if (pc->algo && pc->bytes == bytes) {
+    tutti_online_slot_t *s = pc->online;
+    /* The slot may have gone to another size since (32 sizes, then round-robin). */
+    if (!s || s->coll != (int)a->coll || s->bytes != bytes || !tutti__online_tick(s))
+      return pc->algo;
+  }
   tutti_tune_query_t q;
   tutti__tune_query(comm, a, &q);
   tutti_pick_why_t why;
   const tutti_algo_t *pick = tutti__tune_pick(&q, comm->cfg.tune, comm->cfg.ntune,
                                               comm->cfg.algo, &why);
+  tutti_online_slot_t *settled_slot = NULL;
   if (tutti__online_applies(comm->cfg.tune_online, (int)why, (int)a->coll, bytes)) {
     int settled;
     pick = tutti__online_pick(comm, &q, pick, &settled);
-    if (!settled) return pick; /* a trial: the next call may run another candidate */
+    /* A trial or re-check: the next call may run another candidate (a re-check's calls
+     * reach here through the cached slot's tick). */
+    if (!settled) return pick;
+    settled_slot = tutti__online_settled(comm, (int)a->coll, bytes);
   }
-  comm->pick_cache[a->coll].bytes = bytes;
-  comm->pick_cache[a->coll].algo = pick;
+  pc->online = settled_slot;
+  pc->bytes = bytes;
+  pc->algo = pick;
   return pick;
 }
 

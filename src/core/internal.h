@@ -236,10 +236,13 @@ struct tutti_comm {
   void *cma_descs;     /* nranks buffer descriptors (algo/cma.c) */
   uint64_t *cma_tokens; /* nranks completion tokens */
   /* The last pick per collective (algo/algo.c): the inputs of a pick other than the size
-   * are fixed for the communicator's life, and a pick is ~100 ns of cost functions. */
+   * are fixed for the communicator's life, and a pick is ~100 ns of cost functions. online:
+   * the size's online-selection slot where online selection settled it (re-checks count its
+   * calls), else NULL. */
   struct {
     size_t bytes;
     const struct tutti_algo *algo;
+    tutti_online_slot_t *online;
   } pick_cache[16];
   tutti_online_t online; /* online selection's sizes and trials (tune/online.c) */
   struct tutti_p2p *p2p; /* matched point-to-point receives (p2p_match.c), or NULL */

@@ -6,6 +6,8 @@
  * model's order).
  * Fewer timed calls at large sizes: a 16 MiB call is long enough that one time ranks the
  * candidates, and a benchmark or a training loop warms up with only a handful of calls.
+ * Re-checks (online.h) add timed calls of one other candidate at a time; each rank keeps
+ * every candidate's fastest time over all its trials, so noise in one spell is outvoted.
  */
 #include <stdio.h>
 #include <string.h>
@@ -78,13 +80,36 @@ static tutti_online_slot_t *slot_for(tutti_online_t *o, const tutti_tune_query_t
   return s;
 }
 
+int tutti__online_tick(tutti_online_slot_t *s) {
+  if (s->checking) return 1; /* a re-check runs reps calls */
+  if (s->ncand < 2 || --s->until) return 0;
+  s->recheck_i = (s->recheck_i + 1) % s->ncand;
+  if (s->recheck_i == s->pick_i) s->recheck_i = (s->recheck_i + 1) % s->ncand;
+  s->checking = s->reps;
+  return 1;
+}
+
+tutti_online_slot_t *tutti__online_settled(struct tutti_comm *comm, int coll, size_t bytes) {
+  tutti_online_t *o = &comm->online;
+  for (int i = 0; i < o->used; i++)
+    if (o->slot[i].coll == coll && o->slot[i].bytes == bytes)
+      return o->slot[i].pick ? &o->slot[i] : NULL;
+  return NULL;
+}
+
 const tutti_algo_t *tutti__online_pick(struct tutti_comm *comm, const tutti_tune_query_t *q,
                                        const tutti_algo_t *model_pick, int *settled) {
   tutti_online_t *o = &comm->online;
   tutti_online_slot_t *s = slot_for(o, q, model_pick);
-  *settled = s->pick != NULL;
-  if (s->pick) return s->pick;
+  /* A settled size whose re-check is not due (a tick the pick cache made already found the
+   * re-check running, and this one does not count the call again). */
+  *settled = s->pick && !tutti__online_tick(s);
+  if (*settled) return s->pick;
   o->running = s;
+  if (s->checking) {
+    o->running_cand = s->recheck_i;
+    return s->cand[s->recheck_i];
+  }
   /* Round robin: a slow spell (the first calls after a pause wake CPUs and ranks slowly)
    * then costs every candidate a trial rather than one candidate all of its trials. */
   o->running_cand = s->done == 0 ? -1 : (s->done - 1) % s->ncand;
@@ -101,7 +126,7 @@ void tutti__online_timed(struct tutti_comm *comm, int64_t ns) {
     double t = (double)ns * 1e-9;
     if (s->best_s[c] == 0 || t < s->best_s[c]) s->best_s[c] = t;
   }
-  if (++s->done == 1 + s->ncand * s->reps) o->due = s;
+  if (s->checking ? --s->checking == 0 : ++s->done == 1 + s->ncand * s->reps) o->due = s;
 }
 
 /* The element-wise maximum of every rank's v (k doubles) on every rank: a binomial tree up
@@ -158,14 +183,24 @@ tutti_result_t tutti__online_agree(struct tutti_comm *comm) {
   int best = 0;
   for (int i = 1; i < s->ncand; i++)
     if (t[i] < t[best]) best = i;
+  /* The next re-check twice as far off as the last (the first: TUTTI_ONLINE_RECHECK). */
+  s->gap = !s->pick ? TUTTI_ONLINE_RECHECK
+           : s->gap < TUTTI_ONLINE_RECHECK_MAX / 2 ? 2 * s->gap : TUTTI_ONLINE_RECHECK_MAX;
+  s->until = s->gap;
+  if (!s->pick) s->recheck_i = best;
+  int changed = s->pick && s->pick != s->cand[best];
   s->pick = s->cand[best];
+  s->pick_i = best;
+  /* The pick cache may hold this size's previous pick. */
+  comm->pick_cache[s->coll].algo = NULL;
+  if (s->gap > TUTTI_ONLINE_RECHECK && !changed) return TUTTI_SUCCESS; /* logged already */
   char line[256];
   int k = 0;
   for (int i = 0; i < s->ncand && k >= 0 && (size_t)k < sizeof line; i++)
     k += snprintf(line + k, sizeof line - (size_t)k, "%s%s %.1f us", i ? ", " : "",
                   s->cand[i]->name, t[i] * 1e6);
-  INFO("tune", comm->rank, "online selection: %s of %zu bytes runs %s (the model's pick: %s; "
+  INFO("tune", comm->rank, "online selection: %s of %zu bytes runs %s%s (the model's pick: %s; "
        "slowest rank's best trial: %s)", tutti__coll_name((tutti_coll_t)s->coll), s->bytes,
-       s->pick->name, s->cand[0]->name, line);
+       s->pick->name, changed ? " after a re-check" : "", s->cand[0]->name, line);
   return TUTTI_SUCCESS;
 }

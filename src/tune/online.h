@@ -4,6 +4,12 @@
  * slowest rank's time, and every later call of that size runs it. The model only has to put
  * the fastest algorithm among its first few; a machine it misjudges costs a dozen calls.
  *
+ * A settled size is re-checked now and then: one other candidate (in turns) runs `reps` timed
+ * calls again, and the ranks agree anew on every candidate's fastest time so far; the first
+ * re-check comes TUTTI_ONLINE_RECHECK settled calls after the agreement, each later one twice
+ * as many calls after the last (at most TUTTI_ONLINE_RECHECK_MAX). On a noisy machine the first
+ * few trials can rank two close candidates wrongly, and a job runs a size thousands of times.
+ *
  * Every decision depends only on the sequence of calls, which every rank shares, and on the
  * agreed times, so all ranks run the same algorithm in every call.
  */
@@ -24,6 +30,8 @@ struct tutti_tune_query;
 /* Smaller calls keep the model's pick: their times are a few wake-ups, too noisy to rank on
  * a shared machine in a dozen calls, and the agreement's own all-reduce is one of them. */
 #define TUTTI_ONLINE_MIN_BYTES 4096
+#define TUTTI_ONLINE_RECHECK 100        /* settled calls before the first re-check */
+#define TUTTI_ONLINE_RECHECK_MAX 25600u /* the longest gap between re-checks, in calls */
 
 typedef struct tutti_online_slot {
   int coll;
@@ -33,6 +41,10 @@ typedef struct tutti_online_slot {
   const struct tutti_algo *cand[TUTTI_ONLINE_MAX_CAND]; /* the model's order */
   double best_s[TUTTI_ONLINE_MAX_CAND]; /* this rank's fastest trial of each */
   const struct tutti_algo *pick;        /* once agreed; NULL while trying */
+  int pick_i;           /* pick's index in cand */
+  int recheck_i;        /* the candidate the last re-check ran (in turns past pick_i) */
+  int checking;         /* timed calls left in the running re-check, 0 if none */
+  uint32_t gap, until;  /* settled calls between re-checks, and left before the next */
 } tutti_online_slot_t;
 
 typedef struct tutti_online {
@@ -55,11 +67,20 @@ int tutti__online_candidates(const struct tutti_tune_query *q, const struct tutt
 int tutti__online_reps(size_t bytes);
 
 /* The algorithm for a call of q that the model picked as model_pick: the agreed one where
- * q's size is settled (*settled set), else the candidate whose trial this call is (marked as
- * comm's running trial; select again for the next call). */
+ * q's size is settled (*settled set), else the candidate whose trial or re-check this call is
+ * (marked as comm's running trial; select again for the next call). Counts the call towards
+ * the size's next re-check. */
 const struct tutti_algo *tutti__online_pick(struct tutti_comm *comm,
                                             const struct tutti_tune_query *q,
                                             const struct tutti_algo *model_pick, int *settled);
+
+/* For a call of a settled size: 1 if it is part of a re-check (then tutti__online_pick runs
+ * it), else 0 after counting it towards the next. Called once per call that does not start
+ * or continue a re-check (algo.c's pick cache, or tutti__online_pick). */
+int tutti__online_tick(tutti_online_slot_t *s);
+
+/* The slot of coll at bytes, if it is settled (for the pick cache), else NULL. */
+tutti_online_slot_t *tutti__online_settled(struct tutti_comm *comm, int coll, size_t bytes);
 
 /* The running trial took ns on this rank (its call succeeded). */
 void tutti__online_timed(struct tutti_comm *comm, int64_t ns);

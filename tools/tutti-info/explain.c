@@ -175,7 +175,9 @@ int tutti_info_explain(int argc, char **argv) {
       printf("online selection (TUTTI_TUNE_ONLINE=1): a job's first %d calls of this size run "
              "%s once, then", 1 + k * reps, pick->name);
       for (int i = 0; i < k; i++) printf("%s %s", i ? "," : "", cand[i]->name);
-      printf(" in turns, %d each, and keep the fastest by the slowest rank's time\n", reps);
+      printf(" in turns, %d each, and keep the fastest by the slowest rank's time; then, %d "
+             "calls on, %d calls of the next other candidate re-check it (twice as far apart "
+             "each time)\n", reps, TUTTI_ONLINE_RECHECK, reps);
     }
   }
   return 0;
