@@ -243,8 +243,11 @@ static tutti_result_t mbox_conflict(shm_transport_t *s) {
   /* Only where the mailboxes serve every peer, and only inside a collective: point-to-point
    * calls keep the last collective's number. */
   if (comm->mbox != &s->base || comm->call_seq != comm->seq) return TUTTI_SUCCESS;
+  /* Where ranks agreed so far, a peer running this call one-shot posts it as its one-shot
+   * call s->mseq + 1: the cells around that one, not all MBOX_DEPTH of every peer (8 192
+   * lines at 64 local ranks, before every sleep). */
   for (int li = 0; li < s->nlocal; li++)
-    for (uint32_t k = 0; k < MBOX_DEPTH && li != s->me; k++) {
+    for (uint32_t k = s->mseq - 3; k != s->mseq + 5 && li != s->me; k++) {
       const shm_mbox_t *b = mbox_of(s, li, k);
       if (!atomic_load_explicit(&b->ready, memory_order_acquire) ||
           b->hdr.magic != TUTTI_MSG_MAGIC || b->hdr.seq != comm->seq)

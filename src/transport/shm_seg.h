@@ -101,7 +101,7 @@ typedef struct shm_queue {
  * call's flag, header and a payload of up to MBOX_INLINE bytes; a larger payload (up to
  * MBOX_BYTES) goes to one of MBOX_BIG_DEPTH big mailboxes, call m to m mod MBOX_BIG_DEPTH, so a
  * call with a big payload may run only MBOX_BIG_DEPTH - 1 calls ahead. 128 cells of 256 bytes
- * and 8 big mailboxes: the 8 pages per rank of the 8 full-size mailboxes they replace.
+ * and 8 big mailboxes: the 544 KiB per rank of the 8 full-size mailboxes they replace.
  */
 #define MBOX_BYTES TUTTI_MBOX_BYTES
 #define MBOX_DEPTH 128u

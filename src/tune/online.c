@@ -6,8 +6,7 @@
  * model's order).
  * Fewer timed calls at large sizes: a 16 MiB call is long enough that one time ranks the
  * candidates, and a benchmark or a training loop warms up with only a handful of calls.
- * Re-checks (online.h) add timed calls of one other candidate at a time; each rank keeps
- * every candidate's fastest time over all its trials, so noise in one spell is outvoted.
+ * Re-checks (online.h) run the pick and one other candidate in alternation, timed alike.
  */
 #include <stdio.h>
 #include <string.h>
@@ -81,11 +80,12 @@ static tutti_online_slot_t *slot_for(tutti_online_t *o, const tutti_tune_query_t
 }
 
 int tutti__online_tick(tutti_online_slot_t *s) {
-  if (s->checking) return 1; /* a re-check runs reps calls */
+  if (s->checking) return 1; /* a re-check runs 2 x reps calls */
   if (s->ncand < 2 || --s->until) return 0;
   s->recheck_i = (s->recheck_i + 1) % s->ncand;
   if (s->recheck_i == s->pick_i) s->recheck_i = (s->recheck_i + 1) % s->ncand;
-  s->checking = s->reps;
+  s->checking = 2 * s->reps;
+  s->fresh_s[0] = s->fresh_s[1] = 0;
   return 1;
 }
 
@@ -106,9 +106,9 @@ const tutti_algo_t *tutti__online_pick(struct tutti_comm *comm, const tutti_tune
   *settled = s->pick && !tutti__online_tick(s);
   if (*settled) return s->pick;
   o->running = s;
-  if (s->checking) {
-    o->running_cand = s->recheck_i;
-    return s->cand[s->recheck_i];
+  if (s->checking) { /* the pick first, then the challenger, in turns */
+    o->running_cand = s->checking % 2 ? s->recheck_i : s->pick_i;
+    return s->cand[o->running_cand];
   }
   /* Round robin: a slow spell (the first calls after a pause wake CPUs and ranks slowly)
    * then costs every candidate a trial rather than one candidate all of its trials. */
@@ -122,10 +122,10 @@ void tutti__online_timed(struct tutti_comm *comm, int64_t ns) {
   o->running = NULL;
   if (!s) return;
   int c = o->running_cand;
-  if (c >= 0) {
-    double t = (double)ns * 1e-9;
-    if (s->best_s[c] == 0 || t < s->best_s[c]) s->best_s[c] = t;
-  }
+  double t = (double)ns * 1e-9, *best = NULL;
+  if (s->checking) best = &s->fresh_s[s->checking % 2];
+  else if (c >= 0) best = &s->best_s[c];
+  if (best && (*best == 0 || t < *best)) *best = t;
   if (s->checking ? --s->checking == 0 : ++s->done == 1 + s->ncand * s->reps) o->due = s;
 }
 
@@ -171,36 +171,48 @@ tutti_result_t tutti__online_agree(struct tutti_comm *comm) {
   tutti_online_slot_t *s = o->due;
   if (!s) return TUTTI_SUCCESS;
   o->due = NULL;
+  /* The trials' times of every candidate, or a re-check's of the pick and the challenger. */
+  int recheck = s->pick != NULL, k = recheck ? 2 : s->ncand;
   double t[TUTTI_ONLINE_MAX_CAND];
-  memcpy(t, s->best_s, sizeof t);
+  memcpy(t, recheck ? s->fresh_s : s->best_s, (size_t)k * sizeof *t);
   /* Outside the call as far as the transports know: a peer's mailbox post of the call (a
    * one-shot trial) is not a disagreement about how to run this exchange (mbox.c). */
   uint32_t call_seq = comm->call_seq;
   comm->call_seq = 0;
-  tutti_result_t res = agree_max(comm, t, s->ncand);
+  tutti_result_t res = agree_max(comm, t, k);
   comm->call_seq = call_seq;
   if (res != TUTTI_SUCCESS) return res;
   int best = 0;
-  for (int i = 1; i < s->ncand; i++)
-    if (t[i] < t[best]) best = i;
+  if (recheck) {
+    best = t[1] < t[0] ? s->recheck_i : s->pick_i;
+  } else {
+    for (int i = 1; i < s->ncand; i++)
+      if (t[i] < t[best]) best = i;
+  }
   /* The next re-check twice as far off as the last (the first: TUTTI_ONLINE_RECHECK). */
-  s->gap = !s->pick ? TUTTI_ONLINE_RECHECK
+  s->gap = !recheck ? TUTTI_ONLINE_RECHECK
            : s->gap < TUTTI_ONLINE_RECHECK_MAX / 2 ? 2 * s->gap : TUTTI_ONLINE_RECHECK_MAX;
   s->until = s->gap;
-  if (!s->pick) s->recheck_i = best;
-  int changed = s->pick && s->pick != s->cand[best];
+  if (!recheck) s->recheck_i = -1; /* challengers in the model's order, from its pick */
+  int changed = recheck && s->pick != s->cand[best];
   s->pick = s->cand[best];
   s->pick_i = best;
   /* The pick cache may hold this size's previous pick. */
   comm->pick_cache[s->coll].algo = NULL;
-  if (s->gap > TUTTI_ONLINE_RECHECK && !changed) return TUTTI_SUCCESS; /* logged already */
+  const char *name = tutti__coll_name((tutti_coll_t)s->coll);
+  if (recheck) {
+    if (changed)
+      INFO("tune", comm->rank, "online selection: %s of %zu bytes runs %s after a re-check "
+           "(slowest rank's best call: %.1f us, against %.1f us of the previous pick)", name,
+           s->bytes, s->pick->name, t[1] * 1e6, t[0] * 1e6);
+    return TUTTI_SUCCESS;
+  }
   char line[256];
-  int k = 0;
-  for (int i = 0; i < s->ncand && k >= 0 && (size_t)k < sizeof line; i++)
-    k += snprintf(line + k, sizeof line - (size_t)k, "%s%s %.1f us", i ? ", " : "",
-                  s->cand[i]->name, t[i] * 1e6);
-  INFO("tune", comm->rank, "online selection: %s of %zu bytes runs %s%s (the model's pick: %s; "
-       "slowest rank's best trial: %s)", tutti__coll_name((tutti_coll_t)s->coll), s->bytes,
-       s->pick->name, changed ? " after a re-check" : "", s->cand[0]->name, line);
+  int len = 0;
+  for (int i = 0; i < s->ncand && len >= 0 && (size_t)len < sizeof line; i++)
+    len += snprintf(line + len, sizeof line - (size_t)len, "%s%s %.1f us", i ? ", " : "",
+                    s->cand[i]->name, t[i] * 1e6);
+  INFO("tune", comm->rank, "online selection: %s of %zu bytes runs %s (the model's pick: %s; "
+       "slowest rank's best trial: %s)", name, s->bytes, s->pick->name, s->cand[0]->name, line);
   return TUTTI_SUCCESS;
 }

@@ -4,11 +4,15 @@
  * slowest rank's time, and every later call of that size runs it. The model only has to put
  * the fastest algorithm among its first few; a machine it misjudges costs a dozen calls.
  *
- * A settled size is re-checked now and then: one other candidate (in turns) runs `reps` timed
- * calls again, and the ranks agree anew on every candidate's fastest time so far; the first
- * re-check comes TUTTI_ONLINE_RECHECK settled calls after the agreement, each later one twice
- * as many calls after the last (at most TUTTI_ONLINE_RECHECK_MAX). On a noisy machine the first
- * few trials can rank two close candidates wrongly, and a job runs a size thousands of times.
+ * A settled size is re-checked now and then: its pick and one other candidate (in turns)
+ * alternate for 2 x `reps` timed calls, and the ranks agree on the faster of the two by the
+ * slowest rank's fastest call; the first re-check comes TUTTI_ONLINE_RECHECK settled calls
+ * after the agreement, each later one twice as many calls after the last (at most
+ * TUTTI_ONLINE_RECHECK_MAX). On a noisy machine the first few trials can rank two close
+ * candidates wrongly, and a job runs a size thousands of times. Both sides of a re-check are
+ * timed in the same spell: a job's first calls are slower than its later ones (cold caches,
+ * ranks still waking), so a challenger timed now against the pick's first trials would win
+ * for no reason.
  *
  * Every decision depends only on the sequence of calls, which every rank shares, and on the
  * agreed times, so all ranks run the same algorithm in every call.
@@ -42,8 +46,9 @@ typedef struct tutti_online_slot {
   double best_s[TUTTI_ONLINE_MAX_CAND]; /* this rank's fastest trial of each */
   const struct tutti_algo *pick;        /* once agreed; NULL while trying */
   int pick_i;           /* pick's index in cand */
-  int recheck_i;        /* the candidate the last re-check ran (in turns past pick_i) */
+  int recheck_i;        /* the last re-check's challenger (the model's order, skipping pick_i) */
   int checking;         /* timed calls left in the running re-check, 0 if none */
+  double fresh_s[2];    /* this rank's fastest call of the pick and the challenger in it */
   uint32_t gap, until;  /* settled calls between re-checks, and left before the next */
 } tutti_online_slot_t;
 

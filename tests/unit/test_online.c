@@ -236,11 +236,13 @@ TEST(the_slowest_rank_decides) {
   }
 }
 
-/* Re-checks: after the trials (candidate 0 the fastest), each settled call counts towards a
- * re-check TUTTI_ONLINE_RECHECK calls on, which runs candidate 1 reps times; it now reports
- * faster than candidate 0 ever did, so the agreement after it switches the pick; the next
- * re-check, twice as far on, tries the next candidate (slower: the pick stays). The exact
- * schedule of every call is checked, through the pick cache as the call path uses it. */
+/* Re-checks: after the trials (candidate 0 the fastest, 10 us), each settled call counts
+ * towards a re-check TUTTI_ONLINE_RECHECK calls on, which alternates candidate 0 and 1, reps
+ * calls each; now 0 takes 100 us and 1 50 us, slower than 0's trials but faster than 0 in the
+ * same spell, so the agreement switches the pick to 1 (comparing with 0's old trials would
+ * not). The next re-check, twice as far on, pits 1 against the next candidate (slower: the
+ * pick stays). The exact schedule of every call is checked, through the pick cache as the
+ * call path uses it. */
 #define RECHECK_CALLS 420
 static void fake_rechecks(tutti_comm_t comm, int r, seen_t *out) {
   static int64_t x[COUNT];
@@ -257,23 +259,25 @@ static void fake_rechecks(tutti_comm_t comm, int r, seen_t *out) {
     }
     int cand = o->running_cand < 0 ? 0 : o->running_cand;
     ran[c] = cand;
-    double us = !s->pick ? (cand == 0 ? 10 : 100 + 10 * cand) : (cand == 1 ? 5 : 100 + cand);
+    double us = !s->pick ? (cand == 0 ? 10 : 100 + 10 * cand) : (cand == 1 ? 50 : 100 + cand);
     tutti__online_timed(comm, (int64_t)(us * 1e3));
     if (tutti__online_agree(comm) != TUTTI_SUCCESS) out->ok = 0;
   }
   tutti_online_slot_t *s = &o->slot[0];
   out->ncand = s->ncand;
   out->reps = s->reps;
-  int k = 1 + s->ncand * s->reps, gap = TUTTI_ONLINE_RECHECK;
-  /* Trials, gap - 1 settled calls on candidate 0, the re-check of 1, then 1 until the next
-   * re-check (of candidate 2 where there is one, else 0), 2 * gap calls later. */
+  int k = 1 + s->ncand * s->reps, gap = TUTTI_ONLINE_RECHECK, rc = 2 * s->reps;
+  int r1 = k + gap - 1, r2 = r1 + rc + 2 * gap - 1, next = s->ncand > 2 ? 2 : 0;
+  /* Trials, gap - 1 settled calls on candidate 0, the re-check (0, 1, 0, 1, ...: challengers
+   * in the model's order, skipping the pick), then 1 until the next re-check (1 against the
+   * next in that order: 2 where there is one, else 0), 2 * gap calls later. */
   for (int c = 0; c < RECHECK_CALLS && out->ok; c++) {
     int want;
     if (c < k) want = c == 0 ? 0 : (c - 1) % s->ncand;
-    else if (c < k + gap - 1) want = -2;
-    else if (c < k + gap - 1 + s->reps) want = 1;
-    else if (c < k + gap - 1 + s->reps + 2 * gap - 1) want = -3;
-    else if (c < k + gap - 1 + 2 * s->reps + 2 * gap - 1) want = s->ncand > 2 ? 2 : 0;
+    else if (c < r1) want = -2;
+    else if (c < r1 + rc) want = (c - r1) % 2;
+    else if (c < r2) want = -3;
+    else if (c < r2 + rc) want = (c - r2) % 2 ? next : 1;
     else want = -3;
     if (ran[c] != want) {
       fprintf(stderr, "rank %d: call %d ran %d, want %d\n", r, c, ran[c], want);
@@ -287,7 +291,7 @@ TEST(a_recheck_can_change_the_pick) {
   for (int r = 0; r < N; r++) {
     ASSERT_EQ(s[r].rc, TUTTI_SUCCESS);
     ASSERT(s[r].ncand >= 2);
-    ASSERT(1 + s[r].ncand * s[r].reps + 3 * TUTTI_ONLINE_RECHECK + 2 * s[r].reps < RECHECK_CALLS);
+    ASSERT(1 + s[r].ncand * s[r].reps + 3 * TUTTI_ONLINE_RECHECK + 4 * s[r].reps < RECHECK_CALLS);
     ASSERT(s[r].ok);
     ASSERT_STR_EQ(s[r].pick, s[r].cand[1]);
   }
