@@ -139,6 +139,16 @@ static tutti_result_t check_header(shm_transport_t *s, int li, const tutti_msg_h
                       msg);
 }
 
+/* A seqlock read of cell b's header of call c: 1 with it in *got if b holds call c and no
+ * newer call started rewriting the cell meanwhile (a peer reuses its old cells while this
+ * rank may still read them). */
+static int read_posted_hdr(shm_mbox_t *b, uint32_t c, tutti_msg_hdr_t *got) {
+  if (atomic_load_explicit(&b->ready, memory_order_acquire) != c) return 0;
+  memcpy(got, &b->hdr, sizeof *got);
+  atomic_thread_fence(memory_order_acquire);
+  return atomic_load_explicit(&b->writing, memory_order_relaxed) == c;
+}
+
 /* Checks local rank li's headers of the calls after the last checked one, up to upto, that
  * it has posted and not yet replaced, against this rank's own (still in its mailboxes: no
  * rank runs MBOX_DEPTH calls ahead of another). Calls a peer already replaced were read by
@@ -146,32 +156,23 @@ static tutti_result_t check_header(shm_transport_t *s, int li, const tutti_msg_h
 static tutti_result_t check_since(shm_transport_t *s, int li, uint32_t upto) {
   for (uint32_t c = s->mseen[li] + 1; reached(upto, c); c++) {
     shm_mbox_t *b = mbox_of(s, li, c);
-    uint32_t r = atomic_load_explicit(&b->ready, memory_order_acquire);
-    if (!reached(r, c)) break;
-    /* The peer may be rewriting an old mailbox while this rank reads it: a seqlock read
-     * (the header counts only if no newer call started writing meanwhile). */
+    if (!reached(atomic_load_explicit(&b->ready, memory_order_acquire), c)) break;
     tutti_msg_hdr_t got;
-    memcpy(&got, &b->hdr, sizeof got);
-    atomic_thread_fence(memory_order_acquire);
-    if (r == c && atomic_load_explicit(&b->writing, memory_order_relaxed) == c)
+    if (read_posted_hdr(b, c, &got))
       TRY(check_header(s, li, &got, &mbox_of(s, s->me, c)->hdr));
     s->mseen[li] = c;
   }
   return TUTTI_SUCCESS;
 }
 
-/* The sampled check (top of file): peer li's header of call, if it has posted it and is not
- * rewriting that cell, against this rank's; and a failure another local rank published. */
+/* The sampled check (top of file): every peer's header of call, if it has posted it and is
+ * not rewriting that cell, against this rank's; and a failure another local rank published. */
 static tutti_result_t sample_peers(shm_transport_t *s, uint32_t call) {
   TRY(tutti__shm_check_failed(s));
   for (int li = 0; li < s->nlocal; li++) {
-    if (li == s->me || reached(s->mseen[li], call)) continue;
-    shm_mbox_t *b = mbox_of(s, li, call);
-    if (atomic_load_explicit(&b->ready, memory_order_acquire) != call) continue;
     tutti_msg_hdr_t got;
-    memcpy(&got, &b->hdr, sizeof got);
-    atomic_thread_fence(memory_order_acquire);
-    if (atomic_load_explicit(&b->writing, memory_order_relaxed) == call)
+    if (li != s->me && !reached(s->mseen[li], call) &&
+        read_posted_hdr(mbox_of(s, li, call), call, &got))
       TRY(check_header(s, li, &got, &mbox_of(s, s->me, call)->hdr));
   }
   return TUTTI_SUCCESS;
