@@ -74,7 +74,8 @@ bench-init-measure: all
 bench-peers: all
 	BUILD=$(BUILD) bench/peers/run.sh
 
-# The tuner's pick against every algorithm forced, per collective, n and size; writes
+# The tuner's pick against every algorithm forced, per collective, n and size (first in one
+# job per rank count, tutti-tune --check, then in separate runs); writes
 # bench/results/tuner.md. ROUNDS, NS, SIZES, COLLS override the sweep.
 bench-tuner: all
 	BUILD=$(BUILD) /usr/bin/python3 bench/tuner_check.py

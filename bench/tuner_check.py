@@ -17,6 +17,12 @@ before/after comparison of two tuners in one run (the forced algorithms run from
 BASE_XDG_CACHE_HOME gives that build its own machine cache (two builds whose cache keys
 differ would otherwise measure again at every start, each overwriting the other's file).
 
+First, the same cells in one job per rank count: `tutti-tune --check` times auto in turn with
+every forced algorithm inside the same processes (ROUNDS rounds, SLICE_MS=20 per contender
+and round), so a process that runs fast or slow as a whole runs every contender alike;
+across separate runs the same forced algorithm differs by 2-4x on this project's VMs. Its
+table comes first in the report, the separate-process sweep after it (CHECK=0 skips it).
+
 The sweep measures the machine once, at its start, into a cache of its own (a fresh
 XDG_CACHE_HOME unless one is set), so every run of it, auto and tutti-info alike, uses one
 model: with the shared cache another job measuring mid-sweep could change the picks between
@@ -38,6 +44,22 @@ COLLS = os.environ.get("COLLS", "allreduce,allgather,reduce_scatter,broadcast").
 OUT = os.environ.get("OUT", "bench/results/tuner.md")
 INFO = os.path.join(BUILD, "bin", "tutti-info")
 BASE = os.environ.get("BASE", "")
+CHECK = os.environ.get("CHECK", "1") != "0"
+SLICE_MS = os.environ.get("SLICE_MS", "20")
+
+
+def in_process_check():
+    """The report of tutti-tune --check over the sweep's cells (markdown lines)."""
+    tune = os.path.join(BUILD, "bin", "tutti-tune")
+    cmd = [tune, "--check", "--ns", ",".join(str(n) for n in NS), "--sizes", SIZES,
+           "--colls", ",".join(COLLS), "--rounds", str(ROUNDS), "--slice-ms", SLICE_MS]
+    t0 = time.time()
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
+    if p.returncode != 0:
+        sys.exit(f"tuner_check: {' '.join(cmd)} failed:\n{p.stdout}{p.stderr}")
+    lines = p.stdout.rstrip("\n").splitlines()
+    return [f"## In one job: `{' '.join(cmd[1:])}` ({time.time() - t0:.0f} s)", "",
+            lines[-1], ""] + lines[:-1] + ["", "## Separate runs (tutti-bench, TUTTI_ALGO)", ""]
 
 
 def base_env(env, build):
@@ -104,6 +126,7 @@ def own_model():
 
 def main():
     model = own_model()
+    check = in_process_check() if CHECK else []
     rows, hits, cells, base_rows, base_hits = [], 0, 0, [], 0
     picked_hits, base_picked = 0, 0
     t0 = time.time()
@@ -179,6 +202,7 @@ def main():
             "| collective | n | bytes | base pick | base auto us | base/best | base "
             "| base pick forced/best | pick | auto/best | pick forced/best |",
             "|---|---|---|---|---|---|---|---|---|---|---|"] + base_rows + [""]
+    head[4:4] = check
     text = "\n".join(head + rows) + "\n"
     os.makedirs(os.path.dirname(OUT) or ".", exist_ok=True)
     with open(OUT, "w") as f:

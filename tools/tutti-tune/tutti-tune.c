@@ -12,6 +12,14 @@
  * call; the table keeps the median over rounds. Algorithms are forced through the
  * communicator's own TUTTI_ALGO setting between calls (this tool links the static library
  * and reaches inside, like tutti-info).
+ *
+ * --check scores the tuner instead of writing a table: "auto" (the model with online
+ * selection, as a job runs it) takes its turn among the forced algorithms in every round, in
+ * the same processes, so a process that runs fast or slow as a whole (as this project's VMs
+ * do, by 2-4x) runs every contender of a cell alike. Each size's trial calls run before the
+ * rounds (untimed: they are a job's first dozen calls of that size); its re-checks run in the
+ * timed calls, as they would in a job. The report gives per cell auto's median, its pick,
+ * the fastest forced algorithm's median and the ratio.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -25,6 +33,7 @@
 #include "algo/tuner.h"
 #include "core/internal.h"
 #include "tune/model.h"
+#include "tune/online.h"
 
 #define MAX_SIZES 16
 #define MAX_ALGOS 16
@@ -43,6 +52,7 @@ typedef struct opts {
   int rounds;
   double slice_ms;
   const char *out;
+  int check; /* --check: score auto against the forced algorithms, write no table */
 } opts_t;
 
 /* Results of one rank count, written by rank 0 into shared memory the parent reads. */
@@ -52,6 +62,7 @@ typedef struct results {
   int nalgo;
   /* seconds per call, [coll][size][algo][round]; < 0: the algorithm cannot run there */
   double t[8][MAX_SIZES][MAX_ALGOS][MAX_ROUNDS];
+  char pick[8][MAX_SIZES][24]; /* --check: what auto runs after the rounds */
   char err[256];
 } results_t;
 
@@ -109,6 +120,39 @@ static tutti_result_t time_cell(tutti_comm_t comm, tutti_coll_t c, float *s, flo
   return slowest(comm, out);
 }
 
+/* --check: runs every cell under auto until online selection has agreed on its pick (or
+ * the model's pick stands: sizes and collectives it does not revise), so that the rounds
+ * time what a job runs after its first calls of a size. */
+static tutti_result_t settle_auto(tutti_comm_t comm, const opts_t *o, int n, float *s,
+                                  float *r) {
+  force(comm, "auto");
+  for (int ci = 0; ci < o->ncolls; ci++)
+    for (int si = 0; si < o->nsizes; si++) {
+      size_t count = count_of(o->colls[ci], o->sizes[si], n);
+      size_t bytes = tutti__tune_bytes(o->colls[ci], count, 4, n);
+      /* the warm-up, every candidate's trials and the call that agrees; a size online
+       * selection leaves to the model never settles, and stops there too */
+      int most = 2 + TUTTI_ONLINE_MAX_CAND * tutti__online_reps(bytes);
+      for (int i = 0; count && i < most && !tutti__online_settled(comm, (int)o->colls[ci], bytes);
+           i++)
+        TRY(call(comm, o->colls[ci], s, r, count));
+    }
+  return TUTTI_SUCCESS;
+}
+
+/* --check: the algorithm auto runs in each cell now (rank 0's view; every rank agrees). */
+static void record_picks(tutti_comm_t comm, const opts_t *o, int n, results_t *res) {
+  force(comm, "auto");
+  for (int ci = 0; ci < o->ncolls; ci++)
+    for (int si = 0; si < o->nsizes; si++) {
+      size_t count = count_of(o->colls[ci], o->sizes[si], n);
+      tutti_coll_args_t a = {.coll = o->colls[ci], .count = count, .dtype = TUTTI_FLOAT32,
+                             .esize = 4};
+      snprintf(res->pick[ci][si], sizeof res->pick[ci][si], "%s",
+               count ? tutti__algo_select(comm, &a)->name : "-");
+    }
+}
+
 static tutti_result_t sweep(tutti_comm_t comm, const opts_t *o, int n, results_t *res) {
   size_t max = 0;
   for (int i = 0; i < o->nsizes; i++) max = o->sizes[i] > max ? o->sizes[i] : max;
@@ -118,6 +162,7 @@ static tutti_result_t sweep(tutti_comm_t comm, const opts_t *o, int n, results_t
   for (size_t i = 0; i < max / 4; i++) s[i] = (float)(i % 7);
   memset(r, 0, max);
   tutti_result_t rc = TUTTI_SUCCESS;
+  if (o->check) rc = settle_auto(comm, o, n, s, r);
   for (int round = 0; round < o->rounds && rc == TUTTI_SUCCESS; round++)
     for (int ci = 0; ci < o->ncolls && rc == TUTTI_SUCCESS; ci++)
       for (int si = 0; si < o->nsizes && rc == TUTTI_SUCCESS; si++) {
@@ -126,12 +171,17 @@ static tutti_result_t sweep(tutti_comm_t comm, const opts_t *o, int n, results_t
           int ai = (k + round) % res->nalgo; /* alternate the order every round */
           double *cell = &res->t[ci][si][ai][round];
           *cell = -1;
-          if (!count || !tutti__algo_find(res->algo[ai])->fn[o->colls[ci]] ||
-              !runs_here(comm, res->algo[ai], o->colls[ci], count))
+          if (!count) continue;
+          if (!strcmp(res->algo[ai], "auto")) {
+            force(comm, "auto");
+          } else if (!tutti__algo_find(res->algo[ai])->fn[o->colls[ci]] ||
+                     !runs_here(comm, res->algo[ai], o->colls[ci], count)) {
             continue;
+          }
           rc = time_cell(comm, o->colls[ci], s, r, count, o->slice_ms / 1e3, cell);
         }
       }
+  if (o->check && rc == TUTTI_SUCCESS) record_picks(comm, o, n, res);
   munmap(s, max);
   munmap(r, max);
   return rc;
@@ -221,6 +271,47 @@ static void pick_rules(const opts_t *o, int n, results_t *res, tutti_model_t *m,
   }
 }
 
+/* --check: one markdown row per cell of one rank count; counts cells and hits, by medians
+ * over the rounds and by each contender's fastest round (noise on a shared machine only ever
+ * adds time, so the fastest round is the least disturbed). */
+static void check_rows(const opts_t *o, int n, results_t *res, FILE *to, int *cells, int *hits,
+                       int *hits_min) {
+  for (int ci = 0; ci < o->ncolls; ci++)
+    for (int si = 0; si < o->nsizes; si++) {
+      double med[MAX_ALGOS], lo[MAX_ALGOS];
+      int best = -1, best_lo = -1, autoi = -1, picki = -1;
+      for (int ai = 0; ai < res->nalgo; ai++) {
+        double v[MAX_ROUNDS];
+        int k = 0;
+        for (int rd = 0; rd < o->rounds; rd++)
+          if (res->t[ci][si][ai][rd] >= 0) v[k++] = res->t[ci][si][ai][rd];
+        med[ai] = k ? median(v, k) : -1;
+        lo[ai] = k ? v[0] : -1; /* median() sorted v */
+        if (!strcmp(res->algo[ai], "auto")) {
+          autoi = ai;
+          continue;
+        }
+        if (!strcmp(res->algo[ai], res->pick[ci][si])) picki = ai;
+        if (med[ai] >= 0 && (best < 0 || med[ai] < med[best])) best = ai;
+        if (lo[ai] >= 0 && (best_lo < 0 || lo[ai] < lo[best_lo])) best_lo = ai;
+      }
+      if (best < 0 || autoi < 0 || med[autoi] < 0) continue;
+      double ratio = med[autoi] / med[best], ratio_lo = lo[autoi] / lo[best_lo];
+      (*cells)++;
+      *hits += ratio <= 1.10;
+      *hits_min += ratio_lo <= 1.10;
+      fprintf(to, "| %s | %d | %zu | %s | %.4g | %s | %.4g | %.2f | %s | %.2f | %s | ",
+              tutti__coll_name(o->colls[ci]), n, o->sizes[si], res->pick[ci][si],
+              med[autoi] * 1e6, res->algo[best], med[best] * 1e6, ratio,
+              ratio <= 1.10 ? "**hit**" : "miss", ratio_lo, ratio_lo <= 1.10 ? "**hit**" : "miss");
+      if (picki >= 0 && med[picki] >= 0) fprintf(to, "%.2f |", med[picki] / med[best]);
+      else fprintf(to, "- |");
+      for (int ai = 0; ai < res->nalgo; ai++)
+        if (ai != autoi && med[ai] >= 0) fprintf(to, " %s %.4g", res->algo[ai], med[ai] * 1e6);
+      fprintf(to, " |\n");
+    }
+}
+
 static int parse_size(const char *s, size_t *out) {
   char *end;
   unsigned long long v = strtoull(s, &end, 10);
@@ -234,9 +325,12 @@ static int usage(FILE *to) {
   fprintf(to,
           "usage: tutti-tune [-o FILE] [--ns 2,4] [--sizes 64k,256k,1m,4m,16m,64m]\n"
           "                  [--colls allreduce,allgather,reduce_scatter,broadcast]\n"
-          "                  [--rounds 3] [--slice-ms 20]\n"
+          "                  [--rounds 3] [--slice-ms 20] [--check]\n"
           "Sweeps the algorithms on this host and writes a tuning table for TUTTI_TUNE_FILE\n"
-          "(default FILE: $TUTTI_TUNE_FILE, else tutti-tune.table).\n");
+          "(default FILE: $TUTTI_TUNE_FILE, else tutti-tune.table).\n"
+          "--check: writes no table; times the tuner's own choice (auto, online selection\n"
+          "settled first) in turn with every forced algorithm in the same processes and\n"
+          "prints a markdown report: per cell auto / fastest forced, a hit within 10%%.\n");
   return to == stdout ? 0 : 2;
 }
 
@@ -249,6 +343,10 @@ static int parse_opts(int argc, char **argv, opts_t *o) {
                                                                      : "tutti-tune.table";
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "--check")) {
+      o->check = 1;
+      continue;
+    }
     if (!v) return -1;
     i++;
     if (!strcmp(a, "-o")) {
@@ -313,12 +411,19 @@ int main(int argc, char **argv) {
   if (res == MAP_FAILED) return 1;
   char notes_buf[16384] = "";
   FILE *notes = fmemopen(notes_buf, sizeof notes_buf - 1, "w");
-  int na;
+  int na, cells = 0, hits = 0, hits_min = 0;
   const tutti_algo_t *t = tutti__algo_table(&na);
+  if (o.check) {
+    printf("| collective | n | bytes | pick | auto us | best | best us | auto/best | result | "
+           "fastest rounds: auto/best | result | pick forced/best | all forced (us) |\n"
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    fflush(stdout);
+  }
   for (int k = 0; k < o.nns; k++) {
     memset(res, 0, sizeof *res);
-    for (int i = 0; i < na && res->nalgo < MAX_ALGOS; i++)
+    for (int i = 0; i < na && res->nalgo < MAX_ALGOS - o.check; i++)
       if (t[i].cost) snprintf(res->algo[res->nalgo++], sizeof res->algo[0], "%s", t[i].name);
+    if (o.check) snprintf(res->algo[res->nalgo++], sizeof res->algo[0], "auto");
     fprintf(stderr, "tutti-tune: n = %d, %d sizes, %d collectives, %d algorithms, %d rounds\n",
             o.ns[k], o.nsizes, o.ncolls, res->nalgo, o.rounds);
     if (run_ranks(o.ns[k], &o, res)) {
@@ -326,9 +431,20 @@ int main(int argc, char **argv) {
               res->err[0] ? res->err : "a rank died");
       return 1;
     }
-    pick_rules(&o, o.ns[k], res, m, notes);
+    if (o.check) {
+      check_rows(&o, o.ns[k], res, stdout, &cells, &hits, &hits_min);
+      fflush(stdout);
+    } else {
+      pick_rules(&o, o.ns[k], res, m, notes);
+    }
   }
   fclose(notes);
+  if (o.check) {
+    printf("\n**%d of %d cells within 10%%** by medians (auto's median over %d rounds / the "
+           "fastest forced algorithm's, timed in turns in the same processes); %d of %d by "
+           "each one's fastest round\n", hits, cells, o.rounds, hits_min, cells);
+    return 0;
+  }
   char text[16384];
   int len = tutti__table_write(m, NULL, text, sizeof text);
   if (len < 0 || (size_t)len + strlen(notes_buf) + 1 > sizeof text) {
