@@ -100,29 +100,37 @@ static tutti_result_t run_algorithm(struct tutti_comm *comm, tutti_coll_args_t *
 tutti_result_t tutti__task_run(struct tutti_comm *comm, tutti_task_t *t) {
   comm->op_name = t->api;
   TRY(usable(comm));
-  tutti_coll_args_t a = t->a;
+  /* The task is this run's own (the caller's or its request's), so the call fills in its
+   * element size and deadline there, not in a copy (copying it costs more than a copy of
+   * 160 bytes: the loads wait for the stores that just wrote it). A premul-sum runs on a
+   * copy: userop.c points its input at a scaled buffer freed below and makes its op SUM. */
+  tutti_coll_args_t copy, *a = &t->a;
+  if ((int)a->op >= TUTTI_NUM_OPS) {
+    copy = t->a;
+    a = &copy;
+  }
   tutti_result_t res;
-  if (a.coll == TUTTI_COLL_SEND || a.coll == TUTTI_COLL_RECV) {
+  if (a->coll == TUTTI_COLL_SEND || a->coll == TUTTI_COLL_RECV) {
     tutti_xfer_t x;
     int64_t deadline;
     res = tutti__p2p_post(comm, t, &x, &deadline);
     if (res == TUTTI_SUCCESS) res = tutti__wait(comm, &x, deadline);
   } else {
     comm->seq++;
-    const tutti_coll_info_t *info = &tutti__colls[a.coll];
+    const tutti_coll_info_t *info = &tutti__colls[a->coll];
     int v = info->variable, rooted = info->rooted, reduces = info->reduces;
-    comm->fp = (tutti_fingerprint_t){(uint8_t)a.coll, (uint8_t)a.dtype,
-                                     (uint8_t)(reduces ? a.op : 0), 0, rooted ? a.root : 0,
-                                     v ? 0 : a.count};
-    if (!v && a.count == 0 && a.coll != TUTTI_COLL_BARRIER) return TUTTI_SUCCESS;
+    comm->fp = (tutti_fingerprint_t){(uint8_t)a->coll, (uint8_t)a->dtype,
+                                     (uint8_t)(reduces ? a->op : 0), 0, rooted ? a->root : 0,
+                                     v ? 0 : a->count};
+    if (!v && a->count == 0 && a->coll != TUTTI_COLL_BARRIER) return TUTTI_SUCCESS;
     void *scaled = NULL;
     res = TUTTI_SUCCESS;
-    if ((int)a.op >= TUTTI_NUM_OPS)
-      res = tutti__userop_prepare(comm, &a, send_elems(comm, &a), &scaled);
+    if ((int)a->op >= TUTTI_NUM_OPS)
+      res = tutti__userop_prepare(comm, a, send_elems(comm, a), &scaled);
     comm->call_seq = comm->seq;
     comm->call_start_ns = tutti__coarse_ns();
     if (res == TUTTI_SUCCESS) res = tutti__call_publish(comm);
-    if (res == TUTTI_SUCCESS) res = run_algorithm(comm, &a);
+    if (res == TUTTI_SUCCESS) res = run_algorithm(comm, a);
     /* In a rooted call a rank may hear from no rank that names another root (receivers read
      * the root only, roots only send or only receive): compare the published calls of this
      * host before reporting success (or, for a call run one-shot, leave it to the mailboxes:

@@ -52,13 +52,18 @@ static inline void prefetch_write(const void *p) {
 /* Serial-number order: the counters may wrap. */
 static inline int reached(uint32_t have, uint32_t want) { return (int32_t)(have - want) >= 0; }
 
-/* A message from peer li sitting in its byte queue for the collective this rank runs one-shot:
- * that peer picked another algorithm, so the ranks disagree on the call. */
-static tutti_result_t queue_conflict(shm_transport_t *s, int li) {
+/* A message from peer li sitting in its byte queue for the collective this rank runs one-shot,
+ * while li has not posted the call in its mailbox: that peer picked another algorithm, so the
+ * ranks disagree on the call. A peer that did post it may have finished the call and sent the
+ * exchange that closes it (online selection's agreement, tune/online.c, is tagged as the
+ * call); its post is read after its message, so a post made before the message is seen. */
+static tutti_result_t queue_conflict(shm_transport_t *s, int li, const shm_mbox_t *b,
+                                     uint32_t call) {
   struct tutti_comm *comm = s->base.comm;
   tutti_msg_hdr_t got;
   if (!tutti__shm_peek(s, li, &got, sizeof got)) return TUTTI_SUCCESS;
   if (got.magic != TUTTI_MSG_MAGIC || got.seq != s->mhdr.seq) return TUTTI_SUCCESS;
+  if (reached(atomic_load_explicit(&b->ready, memory_order_acquire), call)) return TUTTI_SUCCESS;
   char who[128], msg[512];
   tutti__peer_desc(comm, s->global[li], who, sizeof who);
   if (tutti__hdr_check(&s->mhdr, &got, sizeof got, who, msg, sizeof msg) == TUTTI_SUCCESS ||
@@ -110,7 +115,7 @@ static tutti_result_t post_check(const tutti_cond_t *c, int spun) {
       TRY(tutti__shm_check_alive(s, &want, 1));
     }
   }
-  return spun ? queue_conflict(s, w->li) : TUTTI_SUCCESS;
+  return spun ? queue_conflict(s, w->li, w->b, w->call) : TUTTI_SUCCESS;
 }
 
 static void post_sleep(const tutti_cond_t *c, int ms) {

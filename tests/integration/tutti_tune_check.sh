@@ -17,10 +17,10 @@ export XDG_CACHE_HOME=$dir/cache TUTTI_TRANSPORT=shm TUTTI_TIMEOUT=60
 args=(--ns 2 --sizes 64k,1m --colls allreduce,broadcast --rounds 3 --slice-ms 2)
 
 if ! "$TUNE" -o "$dir/t.table" "${args[@]}" >"$dir/table.out" 2>"$dir/table.err"; then
-  echo "tutti_tune_check: FAILED: tutti-tune exited $?"; cat "$dir/table.err"; exit 1
+  echo "tutti_tune_check: FAILED: tutti-tune failed:"; cat "$dir/table.err"; exit 1
 fi
 if ! "$TUNE" --check "${args[@]}" >"$dir/check.md" 2>"$dir/check.err"; then
-  echo "tutti_tune_check: FAILED: tutti-tune --check exited $?"; cat "$dir/check.err"; exit 1
+  echo "tutti_tune_check: FAILED: tutti-tune --check failed:"; cat "$dir/check.err"; exit 1
 fi
 # The winner the table's job picks, per comment line: collective size algorithm.
 while read -r coll size; do
@@ -58,7 +58,8 @@ for l in rows:
         bad.append(f"check: {coll} {size}: best {best} {best_us} but {fastest} {forced[fastest]}")
     if abs(ratio - auto_us / best_us) > 0.006 + 1e-3 * ratio:
         bad.append(f"check: {coll} {size}: auto/best {ratio}, recomputed {auto_us / best_us:.3f}")
-    if (res == "**hit**") != (ratio <= 1.10):
+    # Printed times and ratio are rounded: within 0.01 of the line either mark is right.
+    if abs(ratio - 1.10) > 0.01 and (res == "**hit**") != (ratio <= 1.10):
         bad.append(f"check: {coll} {size}: ratio {ratio} marked {res}")
     if pick not in forced:
         bad.append(f"check: {coll} {size}: pick '{pick}' is none of the algorithms timed")
