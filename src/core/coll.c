@@ -141,8 +141,6 @@ tutti_result_t tutti__submit(struct tutti_comm *comm, const char *api, const tut
   return tutti__engine_submit(comm, &t, req);
 }
 
-#define TUTTI_ARGS(kind, ...) ((tutti_coll_args_t){.coll = (kind), __VA_ARGS__})
-
 /* The task of a call of the fixed-size collectives, every field written once, for their hot
  * path: a compound literal zeroes the whole struct first (GCC emits a `rep stos`, 40% of
  * the argument checks' cycles in an 8-byte broadcast) and tutti__submit's copy then reads
