@@ -140,7 +140,9 @@ static tutti_result_t settle_auto(tutti_comm_t comm, const opts_t *o, int n, flo
   return TUTTI_SUCCESS;
 }
 
-/* --check: the algorithm auto runs in each cell now (rank 0's view; every rank agrees). */
+/* --check: the algorithm auto runs in each cell now (rank 0's view; every rank agrees): the
+ * settled pick, read from its slot (selecting would count a call and could start a
+ * re-check), else the model's. */
 static void record_picks(tutti_comm_t comm, const opts_t *o, int n, results_t *res) {
   force(comm, "auto");
   for (int ci = 0; ci < o->ncolls; ci++)
@@ -148,8 +150,10 @@ static void record_picks(tutti_comm_t comm, const opts_t *o, int n, results_t *r
       size_t count = count_of(o->colls[ci], o->sizes[si], n);
       tutti_coll_args_t a = {.coll = o->colls[ci], .count = count, .dtype = TUTTI_FLOAT32,
                              .esize = 4};
+      tutti_online_slot_t *slot =
+          tutti__online_settled(comm, (int)o->colls[ci], tutti__tune_bytes(a.coll, count, 4, n));
       snprintf(res->pick[ci][si], sizeof res->pick[ci][si], "%s",
-               count ? tutti__algo_select(comm, &a)->name : "-");
+               !count ? "-" : slot ? slot->pick->name : tutti__algo_select(comm, &a)->name);
     }
 }
 
