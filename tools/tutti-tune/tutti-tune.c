@@ -235,6 +235,19 @@ static double median(double *v, int k) {
   return k % 2 ? v[k / 2] : (v[k / 2 - 1] + v[k / 2]) / 2;
 }
 
+/* The median over the rounds of one algorithm's time in one cell, and its fastest round in
+ * *fastest (if not NULL); -1 for both where it never ran there. */
+static double cell_median(const opts_t *o, const results_t *res, int ci, int si, int ai,
+                          double *fastest) {
+  double v[MAX_ROUNDS];
+  int k = 0;
+  for (int rd = 0; rd < o->rounds; rd++)
+    if (res->t[ci][si][ai][rd] >= 0) v[k++] = res->t[ci][si][ai][rd];
+  double med = k ? median(v, k) : -1; /* median() sorts v */
+  if (fastest) *fastest = k ? v[0] : -1;
+  return med;
+}
+
 /* Adds the rules of one rank count to m, and a comment line per cell to notes. */
 static void pick_rules(const opts_t *o, int n, results_t *res, tutti_model_t *m, FILE *notes) {
   for (int ci = 0; ci < o->ncolls; ci++) {
@@ -244,12 +257,8 @@ static void pick_rules(const opts_t *o, int n, results_t *res, tutti_model_t *m,
       double best_t = 0;
       fprintf(notes, "# %s n=%d %zu B:", tutti__coll_name(o->colls[ci]), n, o->sizes[si]);
       for (int ai = 0; ai < res->nalgo; ai++) {
-        double v[MAX_ROUNDS];
-        int k = 0;
-        for (int rd = 0; rd < o->rounds; rd++)
-          if (res->t[ci][si][ai][rd] >= 0) v[k++] = res->t[ci][si][ai][rd];
-        if (!k) continue;
-        double med = median(v, k);
+        double med = cell_median(o, res, ci, si, ai, NULL);
+        if (med < 0) continue;
         fprintf(notes, " %s %.1f us", res->algo[ai], med * 1e6);
         if (best < 0 || med < best_t) {
           best = ai;
@@ -285,12 +294,7 @@ static void check_rows(const opts_t *o, int n, results_t *res, FILE *to, int *ce
       double med[MAX_ALGOS], lo[MAX_ALGOS];
       int best = -1, best_lo = -1, autoi = -1, picki = -1;
       for (int ai = 0; ai < res->nalgo; ai++) {
-        double v[MAX_ROUNDS];
-        int k = 0;
-        for (int rd = 0; rd < o->rounds; rd++)
-          if (res->t[ci][si][ai][rd] >= 0) v[k++] = res->t[ci][si][ai][rd];
-        med[ai] = k ? median(v, k) : -1;
-        lo[ai] = k ? v[0] : -1; /* median() sorted v */
+        med[ai] = cell_median(o, res, ci, si, ai, &lo[ai]);
         if (!strcmp(res->algo[ai], "auto")) {
           autoi = ai;
           continue;
