@@ -49,7 +49,8 @@ static tutti_result_t record(struct tutti_comm *comm, tutti_result_t res, int so
   WARN("coll", comm->rank, "%s: %s (%s)", op, reason, tutti_result_string(res));
   if (group.open && group.err == TUTTI_SUCCESS) group.err = res;
   char call[48] = "";
-  if (comm->call_seq) snprintf(call, sizeof call, " call #%u", comm->call_seq);
+  uint32_t seq = comm->call_seq ? comm->call_seq : comm->agree_seq;
+  if (seq) snprintf(call, sizeof call, " call #%u", seq);
   /* A spin lock: held for one snprintf, and only on the error path. */
   while (atomic_flag_test_and_set_explicit(&comm->error_lock, memory_order_acquire)) {
   }

@@ -194,6 +194,9 @@ struct tutti_comm {
   int thread_ranks;    /* the peers are threads of this process: sleep rather than yield */
   uint32_t seq;        /* collectives started on this communicator */
   uint32_t call_seq;   /* the collective running now (its seq), or 0 between calls */
+  /* During online selection's agreement after call agree_seq (call_seq is 0 then, so the
+   * transports see no call): the call a failure there is reported as, since it fails it. */
+  uint32_t agree_seq;
   /* Set while init agrees on the tuning model (tune/agree.c): a peer that already left init
    * and failed its first call must not fail this rank's init, whose data is on its way. */
   int in_agreement;

@@ -176,11 +176,14 @@ tutti_result_t tutti__online_agree(struct tutti_comm *comm) {
   double t[TUTTI_ONLINE_MAX_CAND];
   memcpy(t, recheck ? s->fresh_s : s->best_s, (size_t)k * sizeof *t);
   /* Outside the call as far as the transports know: a peer's mailbox post of the call (a
-   * one-shot trial) is not a disagreement about how to run this exchange (mbox.c). */
+   * one-shot trial) is not a disagreement about how to run this exchange (mbox.c). A peer
+   * dying meanwhile still fails this call, and the error names it (core/error.c). */
   uint32_t call_seq = comm->call_seq;
+  comm->agree_seq = call_seq;
   comm->call_seq = 0;
   tutti_result_t res = agree_max(comm, t, k);
   comm->call_seq = call_seq;
+  comm->agree_seq = 0;
   if (res != TUTTI_SUCCESS) return res;
   int best = 0;
   if (recheck) {

@@ -26,6 +26,8 @@ typedef struct seen {
   char ran[CALLS][24];  /* the algorithm of each call */
   char cand[TUTTI_ONLINE_MAX_CAND][24];
   char pick[24];        /* the settled pick, "" if none */
+  char err[512];        /* the last error, where the body failed on purpose */
+  unsigned seq;         /* the call a failure should name */
 } seen_t;
 
 typedef void (*body_fn)(tutti_comm_t comm, int r, seen_t *out);
@@ -233,6 +235,47 @@ TEST(the_slowest_rank_decides) {
     ASSERT(s[r].ok);
     ASSERT(s[r].ncand >= 2);
     ASSERT_STR_EQ(s[r].pick, s[r].cand[1]);
+  }
+}
+
+/* Rank 2 dies where the others agree on the trials (its process exits once its timed calls
+ * are done): they get TUTTI_ERR_REMOTE, and the error names the dead rank and the call the
+ * agreement follows, the call it fails (core/error.c), as a job's fault reports must. */
+static void dies_at_agreement(tutti_comm_t comm, int r, seen_t *out) {
+  static int64_t x[COUNT];
+  int one = 1, sum = 0; /* a real call first (too small for online selection): seq >= 1 */
+  out->ok = tutti_allreduce(&one, &sum, 1, TUTTI_INT32, TUTTI_SUM, comm) == TUTTI_SUCCESS;
+  tutti_online_t *o = &comm->online;
+  for (int c = 0; c < CALLS && out->ok; c++) {
+    tutti_coll_args_t a = allreduce_args(x);
+    (void)tutti__algo_select(comm, &a);
+    if (!o->running) break;
+    tutti__online_timed(comm, (int64_t)(fake_us(r, o->running_cand < 0 ? 0 : o->running_cand) *
+                                        1e3));
+    if (!o->due) continue;
+    if (r == 2) _exit(0);
+    comm->call_seq = ++comm->seq; /* as task.c runs it: inside the call */
+    out->rc = tutti__online_agree(comm);
+    out->seq = comm->call_seq;
+    comm->call_seq = 0;
+    snprintf(out->err, sizeof out->err, "%s", tutti_comm_last_error(comm));
+    return;
+  }
+  out->ok = 0; /* never due */
+}
+
+TEST(a_rank_dying_at_the_agreement_fails_the_call_it_follows) {
+  seen_t *s = run((const char *const[]){NULL}, dies_at_agreement);
+  for (int r = 0; r < 2; r++) {
+    ASSERT(s[r].ok);
+    ASSERT_EQ(s[r].rc, TUTTI_ERR_REMOTE);
+    char want[64];
+    snprintf(want, sizeof want, "call #%u ", s[r].seq);
+    if (!strstr(s[r].err, want) || !strstr(s[r].err, "rank 2 (pid")) {
+      fprintf(stderr, "rank %d: the error does not name \"%s\" and rank 2: %s\n", r, want,
+              s[r].err);
+      ASSERT(0);
+    }
   }
 }
 
