@@ -16,6 +16,9 @@ typedef struct tutti_cost_params {
   double alpha;       /* one message, start to end, nothing in it */
   double beta_copy;   /* one byte moved to a peer */
   double beta_reduce; /* one byte combined by a reduction kernel */
+  /* The part of alpha that is a wake-up (ranks outnumber CPUs, else 0): a rank waits once
+   * for a round of messages posted at once, not once per message (tutti__cost_rounds). */
+  double wake;
 } tutti_cost_params_t;
 
 /* The fallback parameters of the local link class (network 0) or the network one (network

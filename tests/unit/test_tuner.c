@@ -329,10 +329,11 @@ TEST(crowded_ranks_take_turns) {
   double a2 = c.alpha + md.wake_s, bc2 = 2 * c.beta_copy, br2 = 2 * c.beta_reduce;
   ring = 2 * (n - 1) * (k * a2 + m / n * bc2) + (n - 1) * m / n * br2;
   ASSERT(close_to(tutti__tune_predict(algo("ring"), &q), ring));
-  /* Single copy: the kernel's copy and the reduction twice as slow, each round a wake-up. */
+  /* Single copy: the kernel's copy and the reduction twice as slow; its three rounds post
+   * their n - 1 messages at once, so each round is one wake-up, not one a message. */
   double part = (n - 1) / n * m;
-  double cma = (n - 1) * md.cma_call_s + 3 * (n - 1) * a2 + 2 * part * 2 / md.cma_bps +
-               part * br2;
+  double cma = (n - 1) * md.cma_call_s + 3 * ((n - 1) * c.alpha + md.wake_s) +
+               2 * part * 2 / md.cma_bps + part * br2;
   ASSERT(close_to(tutti__tune_predict(algo("cma"), &q), cma));
   ASSERT(cma > one);
   /* A host with more ranks than the one that was measured: more turns. */
