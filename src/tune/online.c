@@ -59,11 +59,17 @@ int tutti__online_candidates(const tutti_tune_query_t *q, const tutti_algo_t *mo
   return k;
 }
 
+/* The slot of coll at bytes, or NULL if that size has none (yet, or any more). */
+static tutti_online_slot_t *slot_find(tutti_online_t *o, int coll, size_t bytes) {
+  for (int i = 0; i < o->used; i++)
+    if (o->slot[i].coll == coll && o->slot[i].bytes == bytes) return &o->slot[i];
+  return NULL;
+}
+
 static tutti_online_slot_t *slot_for(tutti_online_t *o, const tutti_tune_query_t *q,
                                      const tutti_algo_t *model_pick) {
-  for (int i = 0; i < o->used; i++)
-    if (o->slot[i].coll == (int)q->coll && o->slot[i].bytes == q->bytes) return &o->slot[i];
-  tutti_online_slot_t *s;
+  tutti_online_slot_t *s = slot_find(o, (int)q->coll, q->bytes);
+  if (s) return s;
   if (o->used < TUTTI_ONLINE_SLOTS) {
     s = &o->slot[o->used++];
   } else { /* the same slot on every rank: the calls decide it */
@@ -90,11 +96,8 @@ int tutti__online_tick(tutti_online_slot_t *s) {
 }
 
 tutti_online_slot_t *tutti__online_settled(struct tutti_comm *comm, int coll, size_t bytes) {
-  tutti_online_t *o = &comm->online;
-  for (int i = 0; i < o->used; i++)
-    if (o->slot[i].coll == coll && o->slot[i].bytes == bytes)
-      return o->slot[i].pick ? &o->slot[i] : NULL;
-  return NULL;
+  tutti_online_slot_t *s = slot_find(&comm->online, coll, bytes);
+  return s && s->pick ? s : NULL;
 }
 
 const tutti_algo_t *tutti__online_pick(struct tutti_comm *comm, const tutti_tune_query_t *q,
