@@ -23,7 +23,6 @@
  * as two roots in a loop, fails within a few MBOX_SAMPLE calls where the peers keep pace.
  */
 #include <errno.h>
-#include <limits.h>
 #include <linux/futex.h>
 #include <stdio.h>
 #include <string.h>
@@ -218,13 +217,8 @@ static tutti_result_t mbox_post(tutti_transport_t *t, const void *data, size_t l
    * it sees this flag, or this rank sees it asleep and rings. */
   atomic_store(&b->ready, call);
   prefetch_write(mbox_of(s, s->me, call + 1));
-  for (int li = 0; li < s->nlocal; li++) {
-    shm_slot_t *peer = &s->slots[li];
-    if (li != s->me && atomic_load(&peer->sleeping)) {
-      atomic_fetch_add(&peer->doorbell, 1);
-      tutti__shm_futex(&peer->doorbell, FUTEX_WAKE, INT_MAX, NULL);
-    }
-  }
+  for (int li = 0; li < s->nlocal; li++)
+    if (li != s->me) tutti__shm_ring(&s->slots[li], 0);
   return TUTTI_SUCCESS;
 }
 
