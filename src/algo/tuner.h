@@ -17,7 +17,7 @@ typedef struct tutti_cost_params {
   double beta_copy;   /* one byte moved to a peer */
   double beta_reduce; /* one byte combined by a reduction kernel */
   /* The part of alpha that is a wake-up (ranks outnumber CPUs, else 0): a rank waits once
-   * for a round of messages posted at once, not once per message (tutti__cost_rounds). */
+   * for a round of messages posted at once, not once per message (tuner.c, rounds_cost). */
   double wake;
 } tutti_cost_params_t;
 
