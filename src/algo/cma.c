@@ -107,6 +107,18 @@ static tutti_result_t reduce_block(struct tutti_comm *comm, const tutti_coll_arg
   return TUTTI_SUCCESS;
 }
 
+/* Reads owner's final slice of an all-reduce (ctx: the call) into this rank's output. */
+static tutti_result_t read_slice(struct tutti_comm *comm, int owner, void *ctx) {
+  const tutti_coll_args_t *a = ctx;
+  const cma_desc_t *d = comm->cma_descs;
+  size_t off, len, es = a->esize;
+  if (owner == comm->rank) return TUTTI_SUCCESS;
+  tutti__block_range(a->count, comm->nranks, owner, &off, &len);
+  return tutti__cma_fetch(comm, owner, (char *)a->recvbuf + off * es, &d[owner].recv,
+                          d[owner].recv.addr + off * es, len * es,
+                          tutti__cma_nt(comm, a->count * es));
+}
+
 tutti_result_t tutti__cma_allreduce(struct tutti_comm *comm, const tutti_coll_args_t *a) {
   int n = comm->nranks, me = comm->rank;
   size_t bytes = a->count * a->esize;
@@ -120,37 +132,31 @@ tutti_result_t tutti__cma_allreduce(struct tutti_comm *comm, const tutti_coll_ar
      * scratch until they are done. */
     int inplace = a->sendbuf == a->recvbuf;
     TRY(block_scratch(comm, a->esize, inplace ? bytes : 0, &scratch, &whole));
-    TRY(tutti__cma_exchange_descs(comm, a, &d));
+    TRY(tutti__cma_exchange_descs(comm, a, &d, NULL, NULL));
     char *out = inplace ? whole : a->recvbuf;
     TRY(reduce_block(comm, a, d, 0, a->count, out, scratch, 0));
-    TRY(tutti__cma_barrier_tokens(comm, a->deadline));
+    TRY(tutti__cma_barrier_tokens(comm, a->deadline, NULL, NULL));
     if (inplace) memcpy(a->recvbuf, whole, bytes);
     return TUTTI_SUCCESS;
   }
   TRY(block_scratch(comm, a->esize, 0, &scratch, NULL));
-  TRY(tutti__cma_exchange_descs(comm, a, &d));
+  TRY(tutti__cma_exchange_descs(comm, a, &d, NULL, NULL));
   size_t off, len;
   tutti__block_range(a->count, n, me, &off, &len);
   int nt = tutti__cma_nt(comm, bytes);
   TRY(reduce_block(comm, a, d, off, len, (char *)a->recvbuf + off * a->esize, scratch, nt));
-  /* Every slice is final once its owner says so; only then is it read. */
-  TRY(tutti__cma_barrier_tokens(comm, a->deadline));
-  for (int k = 1; k < n; k++) {
-    int owner = tutti__mod(me + k, n);
-    tutti__block_range(a->count, n, owner, &off, &len);
-    TRY(tutti__cma_fetch(comm, owner, (char *)a->recvbuf + off * a->esize, &d[owner].recv,
-                         d[owner].recv.addr + off * a->esize, len * a->esize, nt));
-  }
-  return tutti__cma_barrier_tokens(comm, a->deadline);
+  /* Every slice is final once its owner says so, and is read as soon as it does. */
+  TRY(tutti__cma_barrier_tokens(comm, a->deadline, read_slice, (void *)a));
+  return tutti__cma_barrier_tokens(comm, a->deadline, NULL, NULL);
 }
 
 tutti_result_t tutti__cma_reduce_scatter(struct tutti_comm *comm, const tutti_coll_args_t *a) {
   cma_desc_t *d;
   char *scratch;
   TRY(block_scratch(comm, a->esize, 0, &scratch, NULL));
-  TRY(tutti__cma_exchange_descs(comm, a, &d));
+  TRY(tutti__cma_exchange_descs(comm, a, &d, NULL, NULL));
   int nt = tutti__cma_nt(comm, a->count * a->esize);
   TRY(reduce_block(comm, a, d, (size_t)comm->rank * a->count, a->count, a->recvbuf, scratch,
                    nt));
-  return tutti__cma_barrier_tokens(comm, a->deadline);
+  return tutti__cma_barrier_tokens(comm, a->deadline, NULL, NULL);
 }

@@ -32,14 +32,26 @@ tutti_result_t tutti__cma_put(struct tutti_comm *comm, int peer, const tutti_reg
 /* 1 when an output of bytes (what this rank writes in the call) is larger than the measured
  * last-level cache (comm's model), so streaming stores save a read of it; else 0. */
 int tutti__cma_nt(const struct tutti_comm *comm, size_t bytes);
+/* Called by the exchanges below for each peer as soon as its message is here, so that a
+ * rank works on what has arrived while it waits for the rest: where ranks outnumber cores
+ * they arrive a scheduler turn apart, and waiting for all first makes every rank wait for
+ * the last before any copies. It runs for this rank too, first, once its own message is
+ * posted (its own share of the work, done while the messages travel). NULL: nothing to do
+ * per peer. */
+typedef tutti_result_t (*cma_arrival_fn)(struct tutti_comm *comm, int peer, void *ctx);
 /* Sends one small message to every other rank and receives one from each into theirs (len
- * bytes a rank, at rank * len): descriptors, or tokens that say "my part is done". */
+ * bytes a rank, at rank * len): descriptors, or tokens that say "my part is done"; on(peer)
+ * runs once each has arrived. */
 tutti_result_t tutti__cma_all_exchange(struct tutti_comm *comm, const void *mine, void *theirs,
-                                       size_t len, int64_t deadline);
-/* Every rank's send and receive buffer addresses of call a, in comm->cma_descs. */
+                                       size_t len, int64_t deadline, cma_arrival_fn on,
+                                       void *ctx);
+/* Every rank's send and receive buffer addresses of call a, in comm->cma_descs (*descs);
+ * on(peer) runs once peer's are here. */
 tutti_result_t tutti__cma_exchange_descs(struct tutti_comm *comm, const tutti_coll_args_t *a,
-                                         cma_desc_t **descs);
-/* Returns once every rank has called it: no peer reads or writes this rank's buffers after. */
-tutti_result_t tutti__cma_barrier_tokens(struct tutti_comm *comm, int64_t deadline);
+                                         cma_desc_t **descs, cma_arrival_fn on, void *ctx);
+/* Returns once every rank has called it: no peer reads or writes this rank's buffers after.
+ * on(peer) runs once peer has called it. */
+tutti_result_t tutti__cma_barrier_tokens(struct tutti_comm *comm, int64_t deadline,
+                                         cma_arrival_fn on, void *ctx);
 
 #endif

@@ -16,21 +16,25 @@
 #include "algo/patterns.h"
 #include "kernels/kernels.h"
 
-tutti_result_t tutti__cma_allgather(struct tutti_comm *comm, const tutti_coll_args_t *a) {
-  int n = comm->nranks, me = comm->rank;
+/* Puts peer's block of an all-gather (ctx: the call) in its place in the output: read from
+ * the peer, or this rank's own copied (out of place). comm->recv_nt (task.c): the call's
+ * host footprint against the cache. */
+static tutti_result_t gather_block(struct tutti_comm *comm, int peer, void *ctx) {
+  const tutti_coll_args_t *a = ctx;
+  const cma_desc_t *d = comm->cma_descs;
   size_t bytes = a->count * a->esize;
+  char *to = (char *)a->recvbuf + (size_t)peer * bytes;
+  if (peer != comm->rank)
+    return tutti__cma_fetch(comm, peer, to, &d[peer].send, d[peer].send.addr, bytes,
+                            comm->recv_nt);
+  if (a->sendbuf != to) tutti__copy(to, a->sendbuf, bytes, comm->recv_nt);
+  return TUTTI_SUCCESS;
+}
+
+tutti_result_t tutti__cma_allgather(struct tutti_comm *comm, const tutti_coll_args_t *a) {
   cma_desc_t *d;
-  TRY(tutti__cma_exchange_descs(comm, a, &d));
-  char *out = a->recvbuf;
-  int nt = comm->recv_nt; /* task.c: the call's host footprint against the cache */
-  if (a->sendbuf != out + (size_t)me * bytes)
-    tutti__copy(out + (size_t)me * bytes, a->sendbuf, bytes, nt);
-  for (int k = 1; k < n; k++) {
-    int from = tutti__mod(me + k, n);
-    TRY(tutti__cma_fetch(comm, from, out + (size_t)from * bytes, &d[from].send,
-                         d[from].send.addr, bytes, nt));
-  }
-  return tutti__cma_barrier_tokens(comm, a->deadline);
+  TRY(tutti__cma_exchange_descs(comm, a, &d, gather_block, (void *)a));
+  return tutti__cma_barrier_tokens(comm, a->deadline, NULL, NULL);
 }
 
 /* What the root of a broadcast tells each receiver: where to read, and how many leading bytes

@@ -73,36 +73,47 @@ int tutti__cma_nt(const struct tutti_comm *comm, size_t bytes) {
 }
 
 tutti_result_t tutti__cma_all_exchange(struct tutti_comm *comm, const void *mine, void *theirs,
-                                       size_t len, int64_t deadline) {
-  int n = comm->nranks, me = comm->rank;
-  tutti_xfer_t *ops = comm->cma_ops;
+                                       size_t len, int64_t deadline, cma_arrival_fn on,
+                                       void *ctx) {
+  int n = comm->nranks, me = comm->rank, np = 0;
+  tutti_xfer_t *ops = comm->cma_ops, **pending = comm->cma_pending;
   for (int k = 1; k < n; k++) {
     int from = tutti__mod(me - k, n);
     TRY(tutti__irecv(comm, &ops[2 * k], from, (char *)theirs + (size_t)from * len, len));
+    pending[np++] = &ops[2 * k];
   }
   for (int k = 1; k < n; k++)
     TRY(tutti__isend(comm, &ops[2 * k + 1], tutti__mod(me + k, n), mine, len));
-  for (int k = 1; k < n; k++) {
-    TRY(tutti__wait(comm, &ops[2 * k], deadline));
-    TRY(tutti__wait(comm, &ops[2 * k + 1], deadline));
+  /* With nothing to do per peer, the order does not matter and waiting in it is cheaper
+   * than scanning for the first arrival (thread ranks may be hundreds). */
+  for (int k = 1; k < n && !on; k++) TRY(tutti__wait(comm, &ops[2 * k], deadline));
+  if (on) TRY(on(comm, me, ctx));
+  while (np && on) {
+    int i;
+    TRY(tutti__wait_any(comm, pending, np, deadline, &i));
+    int k = (int)(pending[i] - ops) / 2;
+    pending[i] = pending[--np];
+    TRY(on(comm, tutti__mod(me - k, n), ctx));
   }
+  for (int k = 1; k < n; k++) TRY(tutti__wait(comm, &ops[2 * k + 1], deadline));
   return TUTTI_SUCCESS;
 }
 
 tutti_result_t tutti__cma_exchange_descs(struct tutti_comm *comm, const tutti_coll_args_t *a,
-                                         cma_desc_t **descs) {
+                                         cma_desc_t **descs, cma_arrival_fn on, void *ctx) {
   cma_desc_t *d = comm->cma_descs;
   size_t bytes = a->count * a->esize, n = (size_t)comm->nranks;
   size_t send = a->coll == TUTTI_COLL_REDUCE_SCATTER ? n * bytes : bytes;
   size_t recv = a->coll == TUTTI_COLL_ALLGATHER ? n * bytes : bytes;
   tutti__memreg_describe(comm, a->sendbuf, send, &d[comm->rank].send);
   tutti__memreg_describe(comm, a->recvbuf, recv, &d[comm->rank].recv);
-  TRY(tutti__cma_all_exchange(comm, &d[comm->rank], d, sizeof *d, a->deadline));
   *descs = d;
-  return TUTTI_SUCCESS;
+  return tutti__cma_all_exchange(comm, &d[comm->rank], d, sizeof *d, a->deadline, on, ctx);
 }
 
-tutti_result_t tutti__cma_barrier_tokens(struct tutti_comm *comm, int64_t deadline) {
+tutti_result_t tutti__cma_barrier_tokens(struct tutti_comm *comm, int64_t deadline,
+                                         cma_arrival_fn on, void *ctx) {
   uint64_t token = comm->seq;
-  return tutti__cma_all_exchange(comm, &token, comm->cma_tokens, sizeof token, deadline);
+  return tutti__cma_all_exchange(comm, &token, comm->cma_tokens, sizeof token, deadline, on,
+                                 ctx);
 }

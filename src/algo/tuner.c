@@ -427,9 +427,11 @@ double tutti__cost_cma(const tutti_tune_query_t *q, const tutti_cost_params_t *c
 /* r rounds of n - 1 messages each, every round's posted at once (one to each peer): each
  * message costs its alpha, but a waiting rank sleeps once a round, so a crowded host's
  * wake-up counts per round (charging it per message made cma look 1.7x slower than it ran
- * at n = 4 on 2 CPUs, 1 MiB all-gather, where it was the fastest). */
-static double rounds_cost(const tutti_cost_params_t *c, double r, double n) {
-  return r * ((n - 1) * (c->alpha - c->wake) + c->wake);
+ * at n = 4 on 2 CPUs, 1 MiB all-gather, where it was the fastest). Of those rounds, `worked`
+ * have their arrivals copied as they come (cma.h's cma_arrival_fn): the rank copies instead
+ * of sleeping, so their wake-up is not charged. */
+static double rounds_cost(const tutti_cost_params_t *c, double r, double worked, double n) {
+  return r * (n - 1) * (c->alpha - c->wake) + (r - worked) * c->wake;
 }
 
 static double cma_bytes(const tutti_tune_query_t *q, const tutti_cost_params_t *c, double n,
@@ -437,14 +439,15 @@ static double cma_bytes(const tutti_tune_query_t *q, const tutti_cost_params_t *
   switch (q->coll) {
   case TUTTI_COLL_ALLREDUCE:
     if (tutti__cma_one_shot(q->nranks, q->bytes)) /* addresses, reads done; all of it */
-      return rounds_cost(c, 2, n) + (n - 1) * m * (beta + c->beta_reduce);
-    /* addresses, slices done, reads done */
-    return rounds_cost(c, 3, n) + 2 * part * beta + part * c->beta_reduce;
+      return rounds_cost(c, 2, 0, n) + (n - 1) * m * (beta + c->beta_reduce);
+    /* addresses, slices done (each read as it is), reads done */
+    return rounds_cost(c, 3, 1, n) + 2 * part * beta + part * c->beta_reduce;
   case TUTTI_COLL_REDUCE_SCATTER:
-    return rounds_cost(c, 2, n) + part * (beta + c->beta_reduce);
-  case TUTTI_COLL_ALLGATHER: /* and its own block into place (out of place), where the queue
-                              * algorithms fuse that copy with their first send (own_exchange.c) */
-    return rounds_cost(c, 2, n) + part * beta + m / n * c->beta_copy / 2;
+    return rounds_cost(c, 2, 0, n) + part * (beta + c->beta_reduce);
+  case TUTTI_COLL_ALLGATHER: /* addresses (each block read as it comes), reads done; and its
+                              * own block into place (out of place), where the queue algorithms
+                              * fuse that copy with their first send (own_exchange.c) */
+    return rounds_cost(c, 2, 1, n) + part * beta + m / n * c->beta_copy / 2;
   case TUTTI_COLL_BROADCAST:
     return 2 * c->alpha + (n - 1) * m * CMA_BCAST_RATIO * beta + m * c->beta_copy / 2;
   default: return -1;

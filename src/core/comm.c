@@ -191,6 +191,7 @@ void tutti__comm_free(struct tutti_comm *comm) {
   free(comm->wants);
   free(comm->active);
   free(comm->cma_ops);
+  free(comm->cma_pending);
   free(comm->cma_descs);
   free(comm->cma_tokens);
   free(comm->peers);
@@ -214,9 +215,11 @@ tutti_result_t tutti__comm_alloc(int nranks, int rank, const char *op,
   comm->wants = calloc((size_t)nranks, sizeof *comm->wants);
   comm->active = calloc((size_t)nranks, sizeof *comm->active);
   comm->cma_ops = calloc(2 * (size_t)nranks, sizeof(tutti_xfer_t));
+  comm->cma_pending = calloc((size_t)nranks, sizeof *comm->cma_pending);
   comm->cma_descs = calloc((size_t)nranks, sizeof(cma_desc_t));
   comm->cma_tokens = calloc((size_t)nranks, sizeof *comm->cma_tokens);
-  if (!comm->peers || !comm->wants || !comm->active || !comm->cma_ops || !comm->cma_descs || !comm->cma_tokens) {
+  if (!comm->peers || !comm->wants || !comm->active || !comm->cma_ops || !comm->cma_pending ||
+      !comm->cma_descs || !comm->cma_tokens) {
     res = tutti__error(comm, TUTTI_ERR_SYSTEM, "out of memory for %d ranks", nranks);
     goto fail;
   }

@@ -236,6 +236,7 @@ struct tutti_comm {
   int *active;
   int nactive;
   struct tutti_xfer *cma_ops; /* 2 * nranks transfers for the single-copy algorithms */
+  struct tutti_xfer **cma_pending; /* nranks of them still awaited (tutti__wait_any) */
   void *cma_descs;     /* nranks buffer descriptors (algo/cma.c) */
   uint64_t *cma_tokens; /* nranks completion tokens */
   /* The last pick per collective (algo/algo.c): the inputs of a pick other than the size

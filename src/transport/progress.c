@@ -394,15 +394,23 @@ tutti_result_t tutti__wait(struct tutti_comm *comm, tutti_xfer_t *op, int64_t de
   return tutti__wait_slice(comm, op, deadline, INT64_MAX);
 }
 
+/* The index of the first complete op of ops[0..n), or -1. */
+static int first_complete(tutti_xfer_t *const *ops, int n) {
+  for (int i = 0; i < n; i++)
+    if (ops[i]->complete) return i;
+  return -1;
+}
+
 /* The one wait loop: until op completes (driving every queue) or, where cond is given, until
  * cond is met; spin, then sleep in the transport (or in cond's sleep) in short slices, with
  * one deadline, one abort check and one timeout report for both. */
-static tutti_result_t wait_loop(struct tutti_comm *comm, tutti_xfer_t *op,
-                                const tutti_cond_t *cond, int64_t deadline, int64_t return_at) {
+static tutti_result_t wait_loop(struct tutti_comm *comm, tutti_xfer_t *const *ops, int nops,
+                                int *which, const tutti_cond_t *cond, int64_t deadline,
+                                int64_t return_at) {
   tutti_result_t res = TUTTI_SUCCESS;
   int64_t spin_until = 0, wait_start = 0;
   unsigned idle = 0;
-  while (cond ? !cond->met(cond) : !op->complete) {
+  while (cond ? !cond->met(cond) : (*which = first_complete(ops, nops)) < 0) {
     if (atomic_load_explicit(&comm->aborted, memory_order_relaxed)) {
       res = tutti__error(comm, TUTTI_ERR_ABORTED, "the communicator was aborted");
       goto out;
@@ -410,7 +418,7 @@ static tutti_result_t wait_loop(struct tutti_comm *comm, tutti_xfer_t *op,
     if (!cond) {
       int moved = 0;
       TRY_GOTO(progress_all(comm, &moved), res, out);
-      if (op->complete) break;
+      if ((*which = first_complete(ops, nops)) >= 0) break;
       if (moved) {
         idle = 0;
         continue;
@@ -491,10 +499,17 @@ out:
 
 tutti_result_t tutti__wait_slice(struct tutti_comm *comm, tutti_xfer_t *op, int64_t deadline,
                                  int64_t return_at) {
-  return wait_loop(comm, op, NULL, deadline, return_at);
+  int which;
+  return wait_loop(comm, &op, 1, &which, NULL, deadline, return_at);
+}
+
+tutti_result_t tutti__wait_any(struct tutti_comm *comm, tutti_xfer_t *const *ops, int n,
+                               int64_t deadline, int *which) {
+  return wait_loop(comm, ops, n, which, NULL, deadline, INT64_MAX);
 }
 
 tutti_result_t tutti__wait_cond(struct tutti_comm *comm, const tutti_cond_t *cond,
                                 int64_t deadline) {
-  return wait_loop(comm, NULL, cond, deadline, INT64_MAX);
+  int which;
+  return wait_loop(comm, NULL, 0, &which, cond, deadline, INT64_MAX);
 }

@@ -166,6 +166,10 @@ tutti_result_t tutti__wait(struct tutti_comm *comm, tutti_xfer_t *op, int64_t de
  * return_at or as soon as comm->work_pending is set, so a progress thread can take new work. */
 tutti_result_t tutti__wait_slice(struct tutti_comm *comm, tutti_xfer_t *op, int64_t deadline,
                                  int64_t return_at);
+/* Like tutti__wait, until the first of ops[0..n) (n >= 1) is complete; *which is its index
+ * (an op complete already counts at once, so the caller drops those it has handled). */
+tutti_result_t tutti__wait_any(struct tutti_comm *comm, tutti_xfer_t *const *ops, int n,
+                               int64_t deadline, int *which);
 /* Something to wait for outside the queues: a peer's post in a shared mailbox. */
 typedef struct tutti_cond {
   /* 1 once the awaited thing happened. Called on every turn of the spin: cheap. */
