@@ -44,9 +44,12 @@ static tutti_result_t block_scratch(struct tutti_comm *comm, size_t es, size_t e
 
 /* Where m bytes at byte_off of peer k's send buffer can be read: in place when the peer
  * registered that buffer (tutti_mem_alloc) and it is mapped here, else copied into tmp with
- * process_vm_readv. */
-static tutti_result_t peer_input(struct tutti_comm *comm, const cma_desc_t *d, int k,
-                                 size_t byte_off, size_t m, char *tmp, const char **out) {
+ * process_vm_readv. first: the block's first chunk, before which k's address may still be on
+ * its way (tutti__cma_post_descs). */
+static tutti_result_t peer_input(struct tutti_comm *comm, const tutti_coll_args_t *a,
+                                 const cma_desc_t *d, int k, size_t byte_off, size_t m,
+                                 char *tmp, const char **out, int first) {
+  if (first) TRY(tutti__cma_await(comm, k, a->deadline));
   uint64_t at = d[k].send.addr + byte_off;
   const char *p = tutti__memreg_peer(comm, k, &d[k].send, at, m);
   if (!p) {
@@ -62,7 +65,9 @@ static tutti_result_t peer_input(struct tutti_comm *comm, const cma_desc_t *d, i
  * (dst = x0 op x1), so no contribution is copied before it is combined; a peer's chunk is
  * read in place when registered, else into a scratch chunk first (two when both of the first
  * two are peers). The last fold streams its output past the cache when nt is set (not for
- * AVG, whose division reads the output again). */
+ * AVG, whose division reads the output again). Each peer's address is awaited just before
+ * its first chunk is read, so the fold starts with the first ranks' inputs while the later
+ * ranks' are on their way (with more ranks than cores, a scheduler turn apart). */
 static tutti_result_t reduce_block(struct tutti_comm *comm, const tutti_coll_args_t *a,
                                    const cma_desc_t *d, size_t off, size_t len, char *dst,
                                    char *scratch, int nt) {
@@ -90,7 +95,7 @@ static tutti_result_t reduce_block(struct tutti_comm *comm, const tutti_coll_arg
       if (k == me)
         x[k] = mine;
       else
-        TRY(peer_input(comm, d, k, byte_off, m * es, tmp[k], &x[k]));
+        TRY(peer_input(comm, a, d, k, byte_off, m * es, tmp[k], &x[k], c == 0));
     }
     if (n == 1) {
       if (x[0] != out) tutti__copy(out, x[0], m * es, nt);
@@ -99,7 +104,7 @@ static tutti_result_t reduce_block(struct tutti_comm *comm, const tutti_coll_arg
     }
     for (int k = 2; k < n; k++) {
       const char *y = mine;
-      if (k != me) TRY(peer_input(comm, d, k, byte_off, m * es, tmp[0], &y));
+      if (k != me) TRY(peer_input(comm, a, d, k, byte_off, m * es, tmp[0], &y, c == 0));
       tutti__reduce_to(out, out, y, m, a->dtype, a->op, nt && k == n - 1);
     }
     if (a->op == TUTTI_AVG) tutti__avg_finish(out, m, a->dtype, n);
@@ -132,19 +137,21 @@ tutti_result_t tutti__cma_allreduce(struct tutti_comm *comm, const tutti_coll_ar
      * scratch until they are done. */
     int inplace = a->sendbuf == a->recvbuf;
     TRY(block_scratch(comm, a->esize, inplace ? bytes : 0, &scratch, &whole));
-    TRY(tutti__cma_exchange_descs(comm, a, &d, NULL, NULL));
+    TRY(tutti__cma_post_descs(comm, a, &d));
     char *out = inplace ? whole : a->recvbuf;
     TRY(reduce_block(comm, a, d, 0, a->count, out, scratch, 0));
+    TRY(tutti__cma_exchange_end(comm, a->deadline));
     TRY(tutti__cma_barrier_tokens(comm, a->deadline, NULL, NULL));
     if (inplace) memcpy(a->recvbuf, whole, bytes);
     return TUTTI_SUCCESS;
   }
   TRY(block_scratch(comm, a->esize, 0, &scratch, NULL));
-  TRY(tutti__cma_exchange_descs(comm, a, &d, NULL, NULL));
+  TRY(tutti__cma_post_descs(comm, a, &d));
   size_t off, len;
   tutti__block_range(a->count, n, me, &off, &len);
   int nt = tutti__cma_nt(comm, bytes);
   TRY(reduce_block(comm, a, d, off, len, (char *)a->recvbuf + off * a->esize, scratch, nt));
+  TRY(tutti__cma_exchange_end(comm, a->deadline));
   /* Every slice is final once its owner says so, and is read as soon as it does. */
   TRY(tutti__cma_barrier_tokens(comm, a->deadline, read_slice, (void *)a));
   return tutti__cma_barrier_tokens(comm, a->deadline, NULL, NULL);
@@ -154,9 +161,10 @@ tutti_result_t tutti__cma_reduce_scatter(struct tutti_comm *comm, const tutti_co
   cma_desc_t *d;
   char *scratch;
   TRY(block_scratch(comm, a->esize, 0, &scratch, NULL));
-  TRY(tutti__cma_exchange_descs(comm, a, &d, NULL, NULL));
+  TRY(tutti__cma_post_descs(comm, a, &d));
   int nt = tutti__cma_nt(comm, a->count * a->esize);
   TRY(reduce_block(comm, a, d, (size_t)comm->rank * a->count, a->count, a->recvbuf, scratch,
                    nt));
+  TRY(tutti__cma_exchange_end(comm, a->deadline));
   return tutti__cma_barrier_tokens(comm, a->deadline, NULL, NULL);
 }

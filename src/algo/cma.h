@@ -45,10 +45,21 @@ typedef tutti_result_t (*cma_arrival_fn)(struct tutti_comm *comm, int peer, void
 tutti_result_t tutti__cma_all_exchange(struct tutti_comm *comm, const void *mine, void *theirs,
                                        size_t len, int64_t deadline, cma_arrival_fn on,
                                        void *ctx);
+/* The same exchange in parts, for a rank that needs the peers' messages in a fixed order
+ * (the reductions fold in rank order): post it, await each peer's message where it is needed,
+ * then end it (waits for what is left: every message in and out). mine must stay valid until
+ * the end. */
+tutti_result_t tutti__cma_exchange_post(struct tutti_comm *comm, const void *mine, void *theirs,
+                                        size_t len);
+tutti_result_t tutti__cma_await(struct tutti_comm *comm, int peer, int64_t deadline);
+tutti_result_t tutti__cma_exchange_end(struct tutti_comm *comm, int64_t deadline);
 /* Every rank's send and receive buffer addresses of call a, in comm->cma_descs (*descs);
  * on(peer) runs once peer's are here. */
 tutti_result_t tutti__cma_exchange_descs(struct tutti_comm *comm, const tutti_coll_args_t *a,
                                          cma_desc_t **descs, cma_arrival_fn on, void *ctx);
+/* Posts the exchange of those addresses (tutti__cma_await each, then tutti__cma_exchange_end). */
+tutti_result_t tutti__cma_post_descs(struct tutti_comm *comm, const tutti_coll_args_t *a,
+                                     cma_desc_t **descs);
 /* Returns once every rank has called it: no peer reads or writes this rank's buffers after.
  * on(peer) runs once peer has called it. */
 tutti_result_t tutti__cma_barrier_tokens(struct tutti_comm *comm, int64_t deadline,

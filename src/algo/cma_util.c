@@ -72,35 +72,61 @@ int tutti__cma_nt(const struct tutti_comm *comm, size_t bytes) {
   return llc && bytes > llc;
 }
 
+/* ops[2k] receives from peer me - k, ops[2k + 1] sends to me + k. */
+static int recv_slot(const struct tutti_comm *comm, int peer) {
+  return 2 * tutti__mod(comm->rank - peer, comm->nranks);
+}
+
+tutti_result_t tutti__cma_exchange_post(struct tutti_comm *comm, const void *mine, void *theirs,
+                                        size_t len) {
+  int n = comm->nranks, me = comm->rank;
+  tutti_xfer_t *ops = comm->cma_ops;
+  for (int k = 1; k < n; k++) {
+    int from = tutti__mod(me - k, n);
+    TRY(tutti__irecv(comm, &ops[2 * k], from, (char *)theirs + (size_t)from * len, len));
+  }
+  for (int k = 1; k < n; k++)
+    TRY(tutti__isend(comm, &ops[2 * k + 1], tutti__mod(me + k, n), mine, len));
+  return TUTTI_SUCCESS;
+}
+
+tutti_result_t tutti__cma_await(struct tutti_comm *comm, int peer, int64_t deadline) {
+  return tutti__wait(comm, &comm->cma_ops[recv_slot(comm, peer)], deadline);
+}
+
+tutti_result_t tutti__cma_exchange_end(struct tutti_comm *comm, int64_t deadline) {
+  for (int k = 1; k < comm->nranks; k++) {
+    TRY(tutti__wait(comm, &comm->cma_ops[2 * k], deadline));
+    TRY(tutti__wait(comm, &comm->cma_ops[2 * k + 1], deadline));
+  }
+  return TUTTI_SUCCESS;
+}
+
 tutti_result_t tutti__cma_all_exchange(struct tutti_comm *comm, const void *mine, void *theirs,
                                        size_t len, int64_t deadline, cma_arrival_fn on,
                                        void *ctx) {
   int n = comm->nranks, me = comm->rank, np = 0;
   tutti_xfer_t *ops = comm->cma_ops, **pending = comm->cma_pending;
-  for (int k = 1; k < n; k++) {
-    int from = tutti__mod(me - k, n);
-    TRY(tutti__irecv(comm, &ops[2 * k], from, (char *)theirs + (size_t)from * len, len));
-    pending[np++] = &ops[2 * k];
-  }
-  for (int k = 1; k < n; k++)
-    TRY(tutti__isend(comm, &ops[2 * k + 1], tutti__mod(me + k, n), mine, len));
+  TRY(tutti__cma_exchange_post(comm, mine, theirs, len));
   /* With nothing to do per peer, the order does not matter and waiting in it is cheaper
    * than scanning for the first arrival (thread ranks may be hundreds). */
-  for (int k = 1; k < n && !on; k++) TRY(tutti__wait(comm, &ops[2 * k], deadline));
-  if (on) TRY(on(comm, me, ctx));
-  while (np && on) {
+  if (on) {
+    TRY(on(comm, me, ctx));
+    for (int k = 1; k < n; k++) pending[np++] = &ops[2 * k];
+  }
+  while (np) {
     int i;
     TRY(tutti__wait_any(comm, pending, np, deadline, &i));
     int k = (int)(pending[i] - ops) / 2;
     pending[i] = pending[--np];
     TRY(on(comm, tutti__mod(me - k, n), ctx));
   }
-  for (int k = 1; k < n; k++) TRY(tutti__wait(comm, &ops[2 * k + 1], deadline));
-  return TUTTI_SUCCESS;
+  return tutti__cma_exchange_end(comm, deadline);
 }
 
-tutti_result_t tutti__cma_exchange_descs(struct tutti_comm *comm, const tutti_coll_args_t *a,
-                                         cma_desc_t **descs, cma_arrival_fn on, void *ctx) {
+/* Fills this rank's descriptor of call a in comm->cma_descs (*descs). */
+static cma_desc_t *describe(struct tutti_comm *comm, const tutti_coll_args_t *a,
+                            cma_desc_t **descs) {
   cma_desc_t *d = comm->cma_descs;
   size_t bytes = a->count * a->esize, n = (size_t)comm->nranks;
   size_t send = a->coll == TUTTI_COLL_REDUCE_SCATTER ? n * bytes : bytes;
@@ -108,7 +134,19 @@ tutti_result_t tutti__cma_exchange_descs(struct tutti_comm *comm, const tutti_co
   tutti__memreg_describe(comm, a->sendbuf, send, &d[comm->rank].send);
   tutti__memreg_describe(comm, a->recvbuf, recv, &d[comm->rank].recv);
   *descs = d;
-  return tutti__cma_all_exchange(comm, &d[comm->rank], d, sizeof *d, a->deadline, on, ctx);
+  return &d[comm->rank];
+}
+
+tutti_result_t tutti__cma_exchange_descs(struct tutti_comm *comm, const tutti_coll_args_t *a,
+                                         cma_desc_t **descs, cma_arrival_fn on, void *ctx) {
+  cma_desc_t *mine = describe(comm, a, descs);
+  return tutti__cma_all_exchange(comm, mine, *descs, sizeof *mine, a->deadline, on, ctx);
+}
+
+tutti_result_t tutti__cma_post_descs(struct tutti_comm *comm, const tutti_coll_args_t *a,
+                                     cma_desc_t **descs) {
+  cma_desc_t *mine = describe(comm, a, descs);
+  return tutti__cma_exchange_post(comm, mine, *descs, sizeof *mine);
 }
 
 tutti_result_t tutti__cma_barrier_tokens(struct tutti_comm *comm, int64_t deadline,
