@@ -88,8 +88,10 @@ static tutti_online_slot_t *slot_for(tutti_online_t *o, const tutti_tune_query_t
 int tutti__online_tick(tutti_online_slot_t *s) {
   if (s->checking) return 1; /* a re-check runs 2 x reps calls */
   if (s->ncand < 2 || --s->until) return 0;
-  s->recheck_i = (s->recheck_i + 1) % s->ncand;
-  if (s->recheck_i == s->pick_i) s->recheck_i = (s->recheck_i + 1) % s->ncand;
+  if (!s->confirm) {
+    s->recheck_i = (s->recheck_i + 1) % s->ncand;
+    if (s->recheck_i == s->pick_i) s->recheck_i = (s->recheck_i + 1) % s->ncand;
+  }
   s->checking = 2 * s->reps;
   s->fresh_s[0] = s->fresh_s[1] = 0;
   return 1;
@@ -190,7 +192,14 @@ tutti_result_t tutti__online_agree(struct tutti_comm *comm) {
   if (res != TUTTI_SUCCESS) return res;
   int best = 0;
   if (recheck) {
-    best = t[1] < t[0] ? s->recheck_i : s->pick_i;
+    int won = t[1] < t[0];
+    if (won && !s->confirm) { /* once is not enough: the same pair again, soon */
+      s->confirm = 1;
+      s->until = TUTTI_ONLINE_CONFIRM;
+      return TUTTI_SUCCESS;
+    }
+    s->confirm = 0;
+    best = won ? s->recheck_i : s->pick_i;
   } else {
     for (int i = 1; i < s->ncand; i++)
       if (t[i] < t[best]) best = i;

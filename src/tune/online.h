@@ -9,7 +9,11 @@
  * slowest rank's fastest call; the first re-check comes TUTTI_ONLINE_RECHECK settled calls
  * after the agreement, each later one twice as many calls after the last (at most
  * TUTTI_ONLINE_RECHECK_MAX). On a noisy machine the first few trials can rank two close
- * candidates wrongly, and a job runs a size thousands of times. Both sides of a re-check are
+ * candidates wrongly, and a job runs a size thousands of times. A challenger that wins a
+ * re-check takes over only if it wins again TUTTI_ONLINE_CONFIRM calls later: one lucky call
+ * a side decides a re-check, and where ranks outnumber cores single calls vary several-fold
+ * (a 64 KiB broadcast at n = 4 on 2 CPUs switched from one-shot, 8 us, to cma, 100-250 us,
+ * after one re-check, until the next one hundreds of calls later). Both sides of a re-check are
  * timed in the same spell: a job's first calls are slower than its later ones (cold caches,
  * ranks still waking), so a challenger timed now against the pick's first trials would win
  * for no reason.
@@ -36,6 +40,7 @@ struct tutti_tune_query;
 #define TUTTI_ONLINE_MIN_BYTES 4096
 #define TUTTI_ONLINE_RECHECK 100        /* settled calls before the first re-check */
 #define TUTTI_ONLINE_RECHECK_MAX 25600u /* the longest gap between re-checks, in calls */
+#define TUTTI_ONLINE_CONFIRM 25         /* settled calls before a winner's second re-check */
 
 typedef struct tutti_online_slot {
   int coll;
@@ -48,6 +53,7 @@ typedef struct tutti_online_slot {
   int pick_i;           /* pick's index in cand */
   int recheck_i;        /* the last re-check's challenger (the model's order, skipping pick_i) */
   int checking;         /* timed calls left in the running re-check, 0 if none */
+  int confirm;          /* 1: the challenger won the last re-check; the next one repeats it */
   double fresh_s[2];    /* this rank's fastest call of the pick and the challenger in it */
   uint32_t gap, until;  /* settled calls between re-checks, and left before the next */
 } tutti_online_slot_t;

@@ -282,12 +282,15 @@ TEST(a_rank_dying_at_the_agreement_fails_the_call_it_follows) {
 /* Re-checks: after the trials (candidate 0 the fastest, 10 us), each settled call counts
  * towards a re-check TUTTI_ONLINE_RECHECK calls on, which alternates candidate 0 and 1, reps
  * calls each; now 0 takes 100 us and 1 50 us, slower than 0's trials but faster than 0 in the
- * same spell, so the agreement switches the pick to 1 (comparing with 0's old trials would
- * not). The next re-check, twice as far on, pits 1 against the next candidate (slower: the
- * pick stays). The exact schedule of every call is checked, through the pick cache as the
+ * same spell (comparing with 0's old trials would not find it faster). A win must be
+ * confirmed: the same pair runs again TUTTI_ONLINE_CONFIRM calls on. If 1 wins again
+ * (steady) the pick becomes 1, and the next re-check, twice as far on, pits 1 against the
+ * next candidate (slower: the pick stays). If 1 takes 200 us in the confirmation (a lucky
+ * spell before), 0 stays, and the next re-check, twice as far on, pits 0 against the next
+ * challenger. The exact schedule of every call is checked, through the pick cache as the
  * call path uses it. */
-#define RECHECK_CALLS 420
-static void fake_rechecks(tutti_comm_t comm, int r, seen_t *out) {
+#define RECHECK_CALLS 480
+static void fake_rechecks(tutti_comm_t comm, int r, seen_t *out, int steady) {
   static int64_t x[COUNT];
   int ran[RECHECK_CALLS]; /* -2: settled on candidate 0, -3: on 1, -4: other; else trial */
   tutti_online_t *o = &comm->online;
@@ -302,7 +305,8 @@ static void fake_rechecks(tutti_comm_t comm, int r, seen_t *out) {
     }
     int cand = o->running_cand < 0 ? 0 : o->running_cand;
     ran[c] = cand;
-    double us = !s->pick ? (cand == 0 ? 10 : 100 + 10 * cand) : (cand == 1 ? 50 : 100 + cand);
+    double one = !steady && s->confirm ? 200 : 50;
+    double us = !s->pick ? (cand == 0 ? 10 : 100 + 10 * cand) : (cand == 1 ? one : 100 + cand);
     tutti__online_timed(comm, (int64_t)(us * 1e3));
     if (tutti__online_agree(comm) != TUTTI_SUCCESS) out->ok = 0;
   }
@@ -310,18 +314,23 @@ static void fake_rechecks(tutti_comm_t comm, int r, seen_t *out) {
   out->ncand = s->ncand;
   out->reps = s->reps;
   int k = 1 + s->ncand * s->reps, gap = TUTTI_ONLINE_RECHECK, rc = 2 * s->reps;
-  int r1 = k + gap - 1, r2 = r1 + rc + 2 * gap - 1, next = s->ncand > 2 ? 2 : 0;
+  int r1 = k + gap - 1, c1 = r1 + rc + TUTTI_ONLINE_CONFIRM - 1, r2 = c1 + rc + 2 * gap - 1;
+  int pick = steady ? -3 : -2, pick_i = steady ? 1 : 0;
+  /* The next challenger in the model's order after 1, skipping the pick. */
+  int next = s->ncand > 2 ? 2 : steady ? 0 : 1;
   /* Trials, gap - 1 settled calls on candidate 0, the re-check (0, 1, 0, 1, ...: challengers
-   * in the model's order, skipping the pick), then 1 until the next re-check (1 against the
-   * next in that order: 2 where there is one, else 0), 2 * gap calls later. */
+   * in the model's order, skipping the pick), TUTTI_ONLINE_CONFIRM - 1 calls on 0, the
+   * confirmation (0, 1, ...), then the pick until the next re-check 2 * gap calls later. */
   for (int c = 0; c < RECHECK_CALLS && out->ok; c++) {
     int want;
     if (c < k) want = c == 0 ? 0 : (c - 1) % s->ncand;
     else if (c < r1) want = -2;
     else if (c < r1 + rc) want = (c - r1) % 2;
-    else if (c < r2) want = -3;
-    else if (c < r2 + rc) want = (c - r2) % 2 ? next : 1;
-    else want = -3;
+    else if (c < c1) want = -2;
+    else if (c < c1 + rc) want = (c - c1) % 2;
+    else if (c < r2) want = pick;
+    else if (c < r2 + rc) want = (c - r2) % 2 ? next : pick_i;
+    else want = pick;
     if (ran[c] != want) {
       fprintf(stderr, "rank %d: call %d ran %d, want %d\n", r, c, ran[c], want);
       out->ok = 0;
@@ -329,14 +338,32 @@ static void fake_rechecks(tutti_comm_t comm, int r, seen_t *out) {
   }
 }
 
-TEST(a_recheck_can_change_the_pick) {
-  seen_t *s = run((const char *const[]){NULL}, fake_rechecks);
+static void steady_rechecks(tutti_comm_t comm, int r, seen_t *out) {
+  fake_rechecks(comm, r, out, 1);
+}
+
+static void lucky_rechecks(tutti_comm_t comm, int r, seen_t *out) {
+  fake_rechecks(comm, r, out, 0);
+}
+
+TEST(a_recheck_confirmed_changes_the_pick) {
+  seen_t *s = run((const char *const[]){NULL}, steady_rechecks);
   for (int r = 0; r < N; r++) {
     ASSERT_EQ(s[r].rc, TUTTI_SUCCESS);
     ASSERT(s[r].ncand >= 2);
-    ASSERT(1 + s[r].ncand * s[r].reps + 3 * TUTTI_ONLINE_RECHECK + 4 * s[r].reps < RECHECK_CALLS);
+    ASSERT(1 + s[r].ncand * s[r].reps + 3 * TUTTI_ONLINE_RECHECK + TUTTI_ONLINE_CONFIRM +
+               6 * s[r].reps < RECHECK_CALLS);
     ASSERT(s[r].ok);
     ASSERT_STR_EQ(s[r].pick, s[r].cand[1]);
+  }
+}
+
+TEST(a_recheck_won_once_does_not) {
+  seen_t *s = run((const char *const[]){NULL}, lucky_rechecks);
+  for (int r = 0; r < N; r++) {
+    ASSERT_EQ(s[r].rc, TUTTI_SUCCESS);
+    ASSERT(s[r].ok);
+    ASSERT_STR_EQ(s[r].pick, s[r].cand[0]);
   }
 }
 

@@ -176,9 +176,10 @@ int tutti_info_explain(int argc, char **argv) {
              "%s once, then", 1 + k * reps, pick->name);
       for (int i = 0; i < k; i++) printf("%s %s", i ? "," : "", cand[i]->name);
       printf(" in turns, %d each, and keep the fastest by the slowest rank's time; then, %d "
-             "calls on, the pick and the next other candidate alternate for %d calls and the "
-             "faster stays (re-checks twice as far apart each time)\n", reps,
-             TUTTI_ONLINE_RECHECK, 2 * reps);
+             "calls on, the pick and the next other candidate alternate for %d calls, and a "
+             "challenger that is faster takes over if it is faster again %d calls later "
+             "(re-checks twice as far apart each time)\n", reps,
+             TUTTI_ONLINE_RECHECK, 2 * reps, TUTTI_ONLINE_CONFIRM);
     }
   }
   return 0;
