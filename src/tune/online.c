@@ -1,7 +1,7 @@
 /*
  * Online selection (online.h). A size's first call runs the model's pick untimed (it faults in
- * the buffers every candidate then shares), then the candidates take turns, `reps` timed
- * calls each; the call that ends the last trial ends with an exchange of every rank's fastest time
+ * the buffers every candidate then shares), then the candidates take turns, `trial_reps`
+ * timed calls each; the call that ends the last trial ends with an exchange of every rank's fastest time
  * per candidate (the maximum over the ranks), and the smallest maximum wins (ties: the
  * model's order).
  * Fewer timed calls at large sizes: a 16 MiB call is long enough that one time ranks the
@@ -29,6 +29,19 @@ int tutti__online_applies(int online, int why, int coll, size_t bytes) {
 
 int tutti__online_reps(size_t bytes) {
   return bytes < ((size_t)1 << 20) ? 3 : bytes < ((size_t)16 << 20) ? 2 : 1;
+}
+
+/* Where ranks outnumber CPUs, a call below 1 MiB lasts a few wake-ups, and its time depends
+ * more on which ranks the scheduler ran when than on the algorithm: at n = 4 on 2 CPUs, 64
+ * KiB all-reduce trials took 230-1600 us where the same algorithms run 37-150 us back to
+ * back, and three trials each settled on cma (150 us a call) in 3 jobs of 3 where one-shot
+ * runs 37 us; six each in 3 of 3 too; twelve each took one-shot in 3 of 3. Such trials cost
+ * a few ms once per size, a wrong pick the job's every call. Both inputs are agreed (the
+ * model, the topology), so every rank runs the same schedule. */
+int tutti__online_trial_reps(const tutti_tune_query_t *q) {
+  int reps = tutti__online_reps(q->bytes);
+  int crowded = q->model && q->model->cpus && (size_t)q->max_local > q->model->cpus;
+  return crowded && q->bytes < ((size_t)1 << 20) ? TUTTI_ONLINE_CROWDED_REPS * reps : reps;
 }
 
 int tutti__online_candidates(const tutti_tune_query_t *q, const tutti_algo_t *model_pick,
@@ -80,6 +93,7 @@ static tutti_online_slot_t *slot_for(tutti_online_t *o, const tutti_tune_query_t
   s->coll = (int)q->coll;
   s->bytes = q->bytes;
   s->reps = tutti__online_reps(q->bytes);
+  s->trial_reps = tutti__online_trial_reps(q);
   s->ncand = tutti__online_candidates(q, model_pick, s->cand);
   if (s->ncand < 2) s->pick = model_pick;
   return s;
@@ -131,7 +145,7 @@ void tutti__online_timed(struct tutti_comm *comm, int64_t ns) {
   if (s->checking) best = &s->fresh_s[s->checking % 2];
   else if (c >= 0) best = &s->best_s[c];
   if (best && (*best == 0 || t < *best)) *best = t;
-  if (s->checking ? --s->checking == 0 : ++s->done == 1 + s->ncand * s->reps) o->due = s;
+  if (s->checking ? --s->checking == 0 : ++s->done == 1 + s->ncand * s->trial_reps) o->due = s;
 }
 
 /* The element-wise maximum of every rank's v (k doubles) on every rank: a binomial tree up

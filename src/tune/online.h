@@ -41,11 +41,14 @@ struct tutti_tune_query;
 #define TUTTI_ONLINE_RECHECK 100        /* settled calls before the first re-check */
 #define TUTTI_ONLINE_RECHECK_MAX 25600u /* the longest gap between re-checks, in calls */
 #define TUTTI_ONLINE_CONFIRM 25         /* settled calls before a winner's second re-check */
+#define TUTTI_ONLINE_CROWDED_REPS 4     /* more trials where ranks outnumber CPUs (online.c) */
 
 typedef struct tutti_online_slot {
   int coll;
   size_t bytes;
-  int ncand, reps; /* each candidate runs reps timed calls (in turns), after one warm-up */
+  int ncand;
+  int trial_reps; /* each candidate runs trial_reps timed calls (in turns), after one warm-up */
+  int reps;       /* and each side of a re-check reps */
   int done;        /* calls of this size so far (the warm-up, then the trials) */
   const struct tutti_algo *cand[TUTTI_ONLINE_MAX_CAND]; /* the model's order */
   double best_s[TUTTI_ONLINE_MAX_CAND]; /* this rank's fastest trial of each */
@@ -76,6 +79,9 @@ int tutti__online_applies(int online, int why, int coll, size_t bytes);
 int tutti__online_candidates(const struct tutti_tune_query *q, const struct tutti_algo *model_pick,
                              const struct tutti_algo **out);
 int tutti__online_reps(size_t bytes);
+/* The trials' timed calls per candidate for q: tutti__online_reps, times
+ * TUTTI_ONLINE_CROWDED_REPS below 1 MiB where a host has more ranks than CPUs (online.c). */
+int tutti__online_trial_reps(const struct tutti_tune_query *q);
 
 /* The algorithm for a call of q that the model picked as model_pick: the agreed one where
  * q's size is settled (*settled set), else the candidate whose trial or re-check this call is

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "algo/algo.h"
+#include "algo/tuner.h"
 #include "core/internal.h"
 #include "harness.h"
 #include "ranks.h"
@@ -21,7 +22,7 @@
 
 typedef struct seen {
   int rc, ok;
-  int ncand, reps, used;
+  int ncand, reps, trial_reps, used;
   int oneshot_last;     /* settled sizes whose last trial ran one-shot */
   char ran[CALLS][24];  /* the algorithm of each call */
   char cand[TUTTI_ONLINE_MAX_CAND][24];
@@ -58,6 +59,7 @@ static void rank_main(const tutti_unique_id_t *id, int r, void *arg) {
     tutti_online_slot_t *s = &o->slot[0];
     out->ncand = s->ncand;
     out->reps = s->reps;
+    out->trial_reps = s->trial_reps;
     for (int i = 0; i < s->ncand; i++) snprintf(out->cand[i], 24, "%s", s->cand[i]->name);
     if (s->pick) snprintf(out->pick, 24, "%s", s->pick->name);
   }
@@ -107,9 +109,10 @@ TEST(trials_in_turn_then_one_pick_everywhere) {
     ASSERT(s[r].ok);
     ASSERT(s[r].ncand >= 2 && s[r].ncand <= TUTTI_ONLINE_MAX_CAND);
     ASSERT_EQ(s[r].reps, 3); /* 64 KiB */
+    ASSERT_EQ(s[r].trial_reps, 3); /* the fallback model knows no CPU count: not crowded */
     ASSERT(s[r].pick[0]);
     ASSERT_STR_EQ(s[r].pick, s[0].pick);
-    int calls = 1 + s[r].ncand * s[r].reps, known = 0;
+    int calls = 1 + s[r].ncand * s[r].trial_reps, known = 0;
     ASSERT(calls < CALLS);
     /* A warm-up of the model's pick, then the candidates in turns, reps each, then the pick. */
     for (int c = 0; c < CALLS; c++) {
@@ -313,7 +316,8 @@ static void fake_rechecks(tutti_comm_t comm, int r, seen_t *out, int steady) {
   tutti_online_slot_t *s = &o->slot[0];
   out->ncand = s->ncand;
   out->reps = s->reps;
-  int k = 1 + s->ncand * s->reps, gap = TUTTI_ONLINE_RECHECK, rc = 2 * s->reps;
+  out->trial_reps = s->trial_reps;
+  int k = 1 + s->ncand * s->trial_reps, gap = TUTTI_ONLINE_RECHECK, rc = 2 * s->reps;
   int r1 = k + gap - 1, c1 = r1 + rc + TUTTI_ONLINE_CONFIRM - 1, r2 = c1 + rc + 2 * gap - 1;
   int pick = steady ? -3 : -2, pick_i = steady ? 1 : 0;
   /* The next challenger in the model's order after 1, skipping the pick. */
@@ -351,7 +355,7 @@ TEST(a_recheck_confirmed_changes_the_pick) {
   for (int r = 0; r < N; r++) {
     ASSERT_EQ(s[r].rc, TUTTI_SUCCESS);
     ASSERT(s[r].ncand >= 2);
-    ASSERT(1 + s[r].ncand * s[r].reps + 3 * TUTTI_ONLINE_RECHECK + TUTTI_ONLINE_CONFIRM +
+    ASSERT(1 + s[r].ncand * s[r].trial_reps + 3 * TUTTI_ONLINE_RECHECK + TUTTI_ONLINE_CONFIRM +
                6 * s[r].reps < RECHECK_CALLS);
     ASSERT(s[r].ok);
     ASSERT_STR_EQ(s[r].pick, s[r].cand[1]);
@@ -384,6 +388,35 @@ TEST(rank_0_setting_holds) {
     ASSERT(s[r].pick[0]);
     ASSERT_STR_EQ(s[r].pick, s[0].pick);
   }
+}
+
+/* The trials' count: tutti__online_reps by size, four times that below 1 MiB where the most
+ * crowded host has more ranks than the agreed model's CPUs; where the CPUs are not known, or
+ * every rank has one, or the call is 1 MiB or more, no more. Re-checks keep reps. */
+TEST(crowded_hosts_try_small_sizes_longer) {
+  tutti_model_t md = {0};
+  md.have = 1;
+  md.cpus = 2;
+  tutti_tune_query_t q = {0};
+  q.coll = TUTTI_COLL_ALLREDUCE;
+  q.nranks = q.max_local = 4;
+  q.model = &md;
+  size_t sizes[] = {4096, 65536, (1 << 20) - 4, 1 << 20, 16 << 20, 64 << 20};
+  for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+    q.bytes = sizes[i];
+    int reps = tutti__online_reps(q.bytes);
+    ASSERT_EQ(reps, q.bytes < (1 << 20) ? 3 : q.bytes < (16 << 20) ? 2 : 1);
+    ASSERT_EQ(tutti__online_trial_reps(&q),
+              q.bytes < (1 << 20) ? TUTTI_ONLINE_CROWDED_REPS * reps : reps);
+  }
+  q.bytes = 65536;
+  q.max_local = 2; /* a CPU each */
+  ASSERT_EQ(tutti__online_trial_reps(&q), 3);
+  q.max_local = 4;
+  md.cpus = 0; /* not known */
+  ASSERT_EQ(tutti__online_trial_reps(&q), 3);
+  q.model = NULL;
+  ASSERT_EQ(tutti__online_trial_reps(&q), 3);
 }
 
 int main(int argc, char **argv) { return harness_main(argc, argv); }

@@ -171,14 +171,16 @@ int tutti_info_explain(int argc, char **argv) {
   if (tutti__online_applies(cfg.tune_online, (int)why, (int)coll, q.bytes)) {
     const tutti_algo_t *cand[TUTTI_ONLINE_MAX_CAND];
     int k = tutti__online_candidates(&q, pick, cand), reps = tutti__online_reps(q.bytes);
+    int trials = tutti__online_trial_reps(&q);
     if (k > 1) {
       printf("online selection (TUTTI_TUNE_ONLINE=1): a job's first %d calls of this size run "
-             "%s once, then", 1 + k * reps, pick->name);
+             "%s once, then", 1 + k * trials, pick->name);
       for (int i = 0; i < k; i++) printf("%s %s", i ? "," : "", cand[i]->name);
-      printf(" in turns, %d each, and keep the fastest by the slowest rank's time; then, %d "
+      printf(" in turns, %d each%s, and keep the fastest by the slowest rank's time; then, %d "
              "calls on, the pick and the next other candidate alternate for %d calls, and a "
              "challenger that is faster takes over if it is faster again %d calls later "
-             "(re-checks twice as far apart each time)\n", reps,
+             "(re-checks twice as far apart each time)\n", trials,
+             trials > reps ? " (more ranks than CPUs: more trials)" : "",
              TUTTI_ONLINE_RECHECK, 2 * reps, TUTTI_ONLINE_CONFIRM);
     }
   }
