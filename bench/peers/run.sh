@@ -6,7 +6,9 @@
 # bench/results/peers_busbw.png from the medians over the rounds.
 #
 # Every harness times the same way (tutti-bench's: a barrier, back-to-back calls, the slowest
-# rank's time) and prints the same JSON lines; see bench/peers/mpi_bench.c.
+# rank's time) and prints the same JSON lines; see bench/peers/mpi_bench.c. Each round also
+# measures two physical references: the latency floor (bench/peers/shm_floor.c) and raw
+# loopback TCP (bench/peers/tcp_loopback.c).
 #
 # Overrides (environment):
 #   ROUNDS=5                        rounds; each round runs every program at every n once
@@ -61,6 +63,7 @@ CFLAGS_B="-O2 -std=c11 -Wall -Wextra -Werror"
 mpicc.openmpi $CFLAGS_B -o "$BIN/mpi_bench_openmpi" bench/peers/mpi_bench.c
 mpicc.mpich $CFLAGS_B -o "$BIN/mpi_bench_mpich" bench/peers/mpi_bench.c
 cc $CFLAGS_B -o "$BIN/tcp_loopback" bench/peers/tcp_loopback.c
+cc $CFLAGS_B -o "$BIN/shm_floor" bench/peers/shm_floor.c
 rm -f "$RAW"/*.jsonl "$RAW"/*.err "$RAW"/failures.txt
 
 # ---- the machine -------------------------------------------------------------------------
@@ -109,12 +112,16 @@ run() {
 }
 
 start=$(date +%s)
-# Progress: every run is one cell (a program at one n, or one of the two tcp runs of a round).
-cells_total=$((ROUNDS * ($(echo $NS | wc -w) * $(echo $PROGRAMS | wc -w) + 2)))
+# Progress: every run is one cell (a program at one n, the latency floor, or one of the two
+# tcp runs of a round).
+cells_total=$((ROUNDS * ($(echo $NS | wc -w) * $(echo $PROGRAMS | wc -w) + 3)))
 cells_done=0
-log "$cells_total cells: $ROUNDS rounds x (n in $NS x $PROGRAMS, + tutti tcp and raw tcp)"
+log "$cells_total cells: $ROUNDS rounds x (n in $NS x $PROGRAMS, + latency floor, tutti tcp and raw tcp)"
 round=1
 while [ "$round" -le "$ROUNDS" ]; do
+  # The floor of the n = 2 latency cells (one cache-line exchange between two processes),
+  # measured next to them: on a VM it moves with the vCPUs' placement from round to round.
+  run shm_floor 2 "$BIN/shm_floor" 200000 5
   for n in $NS; do
     for p in $PROGRAMS; do
       case $p in

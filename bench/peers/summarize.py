@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """summarize.py RAW OUT: peers.md and peers_busbw.png from bench/peers/run.sh's raw files.
 
-RAW holds r<round>_<program>_n<n>.jsonl (the harnesses' --json lines), tcp loopback lines and
-sysinfo.txt. Every cell is a median over rounds; every ratio is the median of the per-round
+RAW holds r<round>_<program>_n<n>.jsonl (the harnesses' --json lines), tcp loopback and
+latency floor lines and sysinfo.txt. Every cell is a median over rounds; every ratio is the median of the per-round
 ratios (tutti against the peers of the same round, which ran next to it), as the issue asks.
 """
 import glob
@@ -39,7 +39,7 @@ def nominal(size, n):
 
 def load(raw):
     """data[(program, n, coll, size)][round] = the row's best variant (dict)."""
-    data, roof, tcp = {}, {}, {}
+    data, roof, tcp, floor = {}, {}, {}, {}
     for path in sorted(glob.glob(os.path.join(raw, "r*_*.jsonl"))):
         m = re.match(r"r(\d+)_(.+)_n(\d+)\.jsonl$", os.path.basename(path))
         rnd, prog, n = int(m.group(1)), m.group(2), int(m.group(3))
@@ -48,6 +48,9 @@ def load(raw):
             if "tcp_loopback" in o:
                 tcp[rnd] = o["tcp_loopback"]
                 continue
+            if "shm_floor" in o:
+                floor[rnd] = o["shm_floor"]
+                continue
             # A row may hold both variants (gloo_bench without --natural): the faster one counts.
             variants = [o[k] for k in ("out_of_place", "in_place") if k in o]
             best = max(variants, key=lambda v: v["busbw_gbs"])
@@ -55,7 +58,7 @@ def load(raw):
             data.setdefault(key, {})[rnd] = best
             if "roofline" in o:
                 roof.setdefault(key, {})[rnd] = dict(o["roofline"], busbw=best["busbw_gbs"])
-    return data, roof, tcp
+    return data, roof, tcp, floor
 
 
 def med(xs):
@@ -127,7 +130,43 @@ class Targets:
         self.lines.append("| %s | %s | %s | %s |" % (name, value, state, note))
 
 
-def targets(data, roof, tcp, ns, colls, sizes):
+def floor_note(data, floor, n, c, s):
+    """For a symmetric n = 2 latency cell: the floor (one cache-line exchange) next to what
+    the target asks, both medians over the rounds that have them."""
+    if n != 2 or c == "broadcast" or not floor:
+        return ""
+    want = []
+    for rnd in floor:
+        pv = [data[(p, n, c, s)][rnd]["time_us"] for p in PEERS
+              if rnd in data.get((p, n, c, s), {})]
+        if pv:
+            want.append(0.7 * min(pv))
+    return "0.7× best peer %s µs; floor %s µs" % (
+        fmt(med(want)), fmt(med(v["exchange_us"] for v in floor.values())))
+
+
+def floor_table(data, floor):
+    """Per round: the latency floor beside the n = 2 8-byte all-reduce of tutti and the MPIs."""
+    key = lambda p: (p, 2, "allreduce", 8)
+    out = ["", "## Latency floor, n = 2", "",
+           "`shm_floor`, run at the start of each round: two processes exchange a counter in "
+           "their own cache lines (the form of an 8-byte all-reduce, the least any n = 2 "
+           "all-reduce must pay per call), and the same as a ping-pong; medians of 5. On a VM "
+           "it moves with the vCPUs' placement on host cores.", "",
+           "| round | exchange µs | ping-pong µs | tutti all-reduce 8 B µs | best MPI µs | "
+           "tutti / floor | best MPI / floor |", "|---|---|---|---|---|---|---|"]
+    for rnd in sorted(floor):
+        f = floor[rnd]["exchange_us"]
+        t = data.get(key("tutti"), {}).get(rnd, {}).get("time_us")
+        m = [data[key(p)][rnd]["time_us"] for p in MPIS if rnd in data.get(key(p), {})]
+        m = min(m) if m else None
+        out.append("| %d | %s | %s | %s | %s | %s | %s |" % (
+            rnd, fmt(f), fmt(floor[rnd]["pingpong_us"]), fmt(t), fmt(m),
+            fmt(t / f, 2) if t and f else "—", fmt(m / f, 2) if m and f else "—"))
+    return out
+
+
+def targets(data, roof, tcp, floor, ns, colls, sizes):
     t = Targets()
     big = [s for s in sizes if s >= 64 << 10]
     for n in [n for n in ns if n in (2, 4)]:
@@ -141,7 +180,8 @@ def targets(data, roof, tcp, ns, colls, sizes):
             for s in [s for s in sizes if s in LAT_SIZES]:
                 r = round_ratio(data, n, c, s, PEERS, "time_us", min)
                 t.add("latency %s %s n=%d ≤ 0.7× best peer" % (COLL_LABEL[c], human(s), n),
-                      fmt(r, 2) + "×" if r else "no data", r <= 0.7 if r else None)
+                      fmt(r, 2) + "×" if r else "no data", r <= 0.7 if r else None,
+                      floor_note(data, floor, n, c, s))
     if 8 in ns and 8 in sizes:
         v = cell(data, "tutti", 8, "allreduce", 8, "time_us")
         t.add("n=8 all-reduce 8 B ≤ 30 µs", fmt(v) + " µs" if v else "no data",
@@ -254,7 +294,7 @@ def main():
         NOMINAL.append(int(s[:-1]) * unit[s[-1].lower()] if s[-1].lower() in unit else int(s))
     ns = [int(x) for x in info["ns"].split()]
     colls = info["collectives"].split(",")
-    data, roof, tcp = load(raw)
+    data, roof, tcp, floor = load(raw)
     failures = open(os.path.join(raw, "failures.txt")).read().strip() \
         if os.path.exists(os.path.join(raw, "failures.txt")) else ""
 
@@ -279,7 +319,8 @@ def main():
            "- tutti, Open MPI and MPICH: out-of-place calls. gloo: torch's own form of each call "
            "(in-place all_reduce and broadcast, out-of-place all_gather; `gloo_bench.py "
            "--natural`). torch 1.13's gloo has no reduce_scatter: those cells are empty.",
-           "- Each round runs tutti, Open MPI, MPICH, gloo one after the other at each n, then "
+           "- Each round measures the latency floor (`shm_floor`), runs tutti, Open MPI, MPICH, "
+           "gloo one after the other at each n, then "
            "tutti over tcp (n = 2) and raw loopback TCP; cells are medians over rounds, ratios "
            "the medians of per-round ratios.",
            "- tutti's roofline bounds come from `tutti-bench --roofline` in the same runs "
@@ -288,7 +329,7 @@ def main():
         md += ["", "**Runs that failed** (their rows are missing):", "", "```", failures, "```"]
     md += ["", "## Targets (issue 3)", "",
            "| target | measured | result | note |", "|---|---|---|---|"]
-    md += targets(data, roof, tcp, ns, colls, NOMINAL)
+    md += targets(data, roof, tcp, floor, ns, colls, NOMINAL)
     md += ["", "## busbw and latency tables"]
     md += tables(data, ns, colls, NOMINAL)
     md += ["", "## tutti's roofline (median over rounds)", "",
@@ -313,6 +354,8 @@ def main():
                "per round): median %s GB/s, best %s GB/s." % (
                    fmt(med(v["median_gbs"] for v in tcp.values())),
                    fmt(max(v["best_gbs"] for v in tcp.values())))]
+    if floor:
+        md += floor_table(data, floor)
     err = plot(data, ns, colls, NOMINAL, out)
     md += ["", "## Plot", "", "![busbw vs size](peers_busbw.png)" if not err else
            "gnuplot failed: " + err.strip()]
