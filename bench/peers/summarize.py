@@ -2,8 +2,9 @@
 """summarize.py RAW OUT: peers.md and peers_busbw.png from bench/peers/run.sh's raw files.
 
 RAW holds r<round>_<program>_n<n>.jsonl (the harnesses' --json lines), tcp loopback and
-latency floor lines and sysinfo.txt. Every cell is a median over rounds; every ratio is the median of the per-round
-ratios (tutti against the peers of the same round, which ran next to it), as the issue asks.
+latency floor lines and sysinfo.txt. Every cell is a median over rounds; every ratio is the
+median of the per-round ratios (tutti against the peers of the same round, which ran next to
+it), as the issue asks.
 """
 import glob
 import json

@@ -439,11 +439,17 @@ TEST(flushing_evicts_from_every_cache) {
   }
   uint64_t sink = 0;
   int64_t cold = -1, warm = -1;
-  for (int k = 0; k < 7; k++) { /* best of 7 each: the least disturbed */
-    tutti__measure_flush(buf, bytes);
-    int64_t c = time_read(buf, bytes, &sink), w = time_read(buf, bytes, &sink);
-    if (cold < 0 || c < cold) cold = c;
-    if (warm < 0 || w < warm) warm = w;
+  /* Best of 7 each, the least disturbed; up to 5 such rounds, because a busy machine can
+   * disturb all 7 warm reads of one (2 failures in 30 runs beside `make test` on a 2-CPU
+   * VM). A flush that does nothing gives cold as fast as warm in every round. */
+  for (int round = 0; round < 5 && !(cold > 0 && (double)cold > 1.5 * (double)warm); round++) {
+    cold = warm = -1;
+    for (int k = 0; k < 7; k++) {
+      tutti__measure_flush(buf, bytes);
+      int64_t c = time_read(buf, bytes, &sink), w = time_read(buf, bytes, &sink);
+      if (cold < 0 || c < cold) cold = c;
+      if (warm < 0 || w < warm) warm = w;
+    }
   }
   free(buf);
   ASSERT(sink != 0);
