@@ -58,7 +58,11 @@ def load(raw):
             key = (prog, n, o["collective"], nominal(o["size"], n))
             data.setdefault(key, {})[rnd] = best
             if "roofline" in o:
-                roof.setdefault(key, {})[rnd] = dict(o["roofline"], busbw=best["busbw_gbs"])
+                # The variant's own bound where the row has one (an out-of-place all-gather
+                # copies the rank's own block too); older rows have the row's only.
+                roof.setdefault(key, {})[rnd] = dict(
+                    o["roofline"], busbw=best["busbw_gbs"],
+                    bound_gbs=best.get("bound_gbs", o["roofline"]["bound_gbs"]))
     return data, roof, tcp, floor
 
 

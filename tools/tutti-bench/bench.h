@@ -77,7 +77,8 @@ struct bench_roof {
 tutti_result_t bench_roof_measure(const struct bench_run *b, size_t size, char *x, char *y,
                                   char *z, struct bench_roof *out);
 /* The busbw collective c could reach at best under roof (see the --roofline help text). */
-double bench_roof_bound(const struct bench_coll *c, const struct bench_roof *roof);
+double bench_roof_bound(const struct bench_coll *c, const struct bench_roof *roof, int nranks,
+                        int inplace);
 
 /* ---- allocs.c ---- */
 

@@ -78,7 +78,7 @@ static void json_group(const char *name, const struct bench_result *r, double bo
   printf("\"minflt_per_op\":%.3f,\"allocs_per_op\":%.3f,\"iters\":%ld", r->minflt, r->allocs,
          r->iters);
   if (bound > 0)
-    printf(",\"pct_of_bound\":%.2f", pct(r, bound));
+    printf(",\"bound_gbs\":%.4f,\"pct_of_bound\":%.2f", bound, pct(r, bound));
   printf("}");
 }
 
@@ -94,21 +94,23 @@ static void csv_line(const struct bench_row *w, const struct bench_result *r, in
 }
 
 void bench_print_row(const struct bench_columns *k, const struct bench_row *w) {
-  double bound = w->roof ? bench_roof_bound(w->coll, w->roof) : 0;
+  /* The variants' bounds differ where out of place copies the rank's own block too. */
+  double oop = w->roof ? bench_roof_bound(w->coll, w->roof, w->nranks, 0) : 0;
+  double ip = w->roof ? bench_roof_bound(w->coll, w->roof, w->nranks, 1) : 0;
   switch (k->format) {
   case FMT_TEXT:
     printf("%12zu %13zu %9s %6s %6d", w->size, w->count, w->type, w->op, w->root);
     if (w->oop)
-      text_group(k, w->oop, bound);
+      text_group(k, w->oop, oop);
     if (w->ip)
-      text_group(k, w->ip, bound);
+      text_group(k, w->ip, ip);
     printf("\n");
     break;
   case FMT_CSV:
     if (w->oop && !w->oop->skipped)
-      csv_line(w, w->oop, 0, bound);
+      csv_line(w, w->oop, 0, oop);
     if (w->ip && !w->ip->skipped)
-      csv_line(w, w->ip, 1, bound);
+      csv_line(w, w->ip, 1, ip);
     break;
   case FMT_JSON:
     printf("{\"collective\":\"%s\",\"nranks\":%d,\"transport\":\"%s\",\"size\":%zu,"
@@ -116,11 +118,11 @@ void bench_print_row(const struct bench_columns *k, const struct bench_row *w) {
            w->coll->name, w->nranks, w->transport, w->size, w->count, w->type, w->op, w->root);
     if (w->roof)
       printf(",\"roofline\":{\"copy_gbs\":%.4f,\"reduce_gbs\":%.4f,\"bound_gbs\":%.4f}",
-             w->roof->copy_gbs, w->roof->reduce_gbs, bound);
+             w->roof->copy_gbs, w->roof->reduce_gbs, w->oop && !w->oop->skipped ? oop : ip);
     if (w->oop && !w->oop->skipped)
-      json_group("out_of_place", w->oop, bound);
+      json_group("out_of_place", w->oop, oop);
     if (w->ip && !w->ip->skipped)
-      json_group("in_place", w->ip, bound);
+      json_group("in_place", w->ip, ip);
     printf("}\n");
     break;
   }

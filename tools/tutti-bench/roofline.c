@@ -96,14 +96,16 @@ tutti_result_t bench_roof_measure(const struct bench_run *b, size_t size, char *
   return TUTTI_SUCCESS;
 }
 
-double bench_roof_bound(const struct bench_coll *c, const struct bench_roof *roof) {
-  double cp = roof->copy_gbs, rd = roof->reduce_gbs;
+double bench_roof_bound(const struct bench_coll *c, const struct bench_roof *roof, int nranks,
+                        int inplace) {
+  double cp = roof->copy_gbs, rd = roof->reduce_gbs, n = nranks > 1 ? nranks : 1;
   switch (c->kind) {
+  case B_ALLGATHER: /* each rank must copy the (n-1)/n*S it lacks, busbw <= copy; out of */
+  case B_GATHER:    /* place its own S/n too: S in all, so busbw <= (n-1)/n * copy */
+    return inplace ? cp : cp * (n - 1) / n;
   case B_BROADCAST: /* each receiver must copy the S bytes once: busbw = S/t <= copy */
-  case B_ALLGATHER: /* each rank must copy the (n-1)/n*S it lacks: busbw <= copy */
   case B_ALLTOALL:  /* the same bytes, from every peer instead of one fragment each */
   case B_SENDRECV:  /* S bytes copied once into the receiver */
-  case B_GATHER:    /* the root copies the (n-1)/n*S it lacks */
   case B_SCATTER:   /* each rank copies its S/n once; the root's copy-out bounds the sum */
     return cp;
   case B_REDUCE_SCATTER: /* (n-1) reduce passes over its S/n slice: busbw <= reduce */
