@@ -8,7 +8,8 @@
 # Every harness times the same way (tutti-bench's: a barrier, back-to-back calls, the slowest
 # rank's time) and prints the same JSON lines; see bench/peers/mpi_bench.c. Each round also
 # measures two physical references: the latency floor (bench/peers/shm_floor.c) and raw
-# loopback TCP (bench/peers/tcp_loopback.c).
+# loopback TCP (bench/peers/tcp_loopback.c); and tutti at n = 2 on registered buffers
+# (tutti_mem_alloc, `tutti-bench -R 1`), for the roofline only: the MPIs' harness has none.
 #
 # Overrides (environment):
 #   ROUNDS=5                        rounds; each round runs every program at every n once
@@ -112,11 +113,11 @@ run() {
 }
 
 start=$(date +%s)
-# Progress: every run is one cell (a program at one n, the latency floor, or one of the two
-# tcp runs of a round).
-cells_total=$((ROUNDS * ($(echo $NS | wc -w) * $(echo $PROGRAMS | wc -w) + 3)))
+# Progress: every run is one cell (a program at one n, the latency floor, the registered
+# run, or one of the two tcp runs of a round).
+cells_total=$((ROUNDS * ($(echo $NS | wc -w) * $(echo $PROGRAMS | wc -w) + 4)))
 cells_done=0
-log "$cells_total cells: $ROUNDS rounds x (n in $NS x $PROGRAMS, + latency floor, tutti tcp and raw tcp)"
+log "$cells_total cells: $ROUNDS rounds x (n in $NS x $PROGRAMS, + latency floor, tutti registered, tutti tcp and raw tcp)"
 round=1
 while [ "$round" -le "$ROUNDS" ]; do
   # The floor of the n = 2 latency cells (one cache-line exchange between two processes),
@@ -138,6 +139,8 @@ while [ "$round" -le "$ROUNDS" ]; do
       esac
     done
   done
+  # The roofline again on registered buffers, where peers read each other's data in place.
+  run tutti_reg 2 "$BUILD/bin/tutti-run" -n 2 $TB --outofplace --roofline -R 1
   # The TCP target: tutti's tcp transport at n = 2 against raw loopback TCP, same round.
   run tutti_tcp 2 env TUTTI_TRANSPORT=tcp "$BUILD/bin/tutti-run" -n 2 \
     "$BUILD/bin/tutti-bench" allreduce --sizes "$SIZES" --json -c 1 --outofplace

@@ -191,19 +191,23 @@ def targets(data, roof, tcp, floor, ns, colls, sizes):
         v = cell(data, "tutti", 8, "allreduce", 8, "time_us")
         t.add("n=8 all-reduce 8 B ≤ 30 µs", fmt(v) + " µs" if v else "no data",
               v <= 30 if v else None)
-    for n in ns:
-        for c in colls:
-            want = 75 if c in ("allgather", "broadcast") else 60
-            bound = "copy" if want == 75 else "reduce"
-            for s in [s for s in sizes if s in (16 << 20, 64 << 20)]:
-                rs = roof.get(("tutti", n, c, s), {})
-                pct = med(100 * v["busbw"] / v["bound_gbs"] for v in rs.values()
-                          if v["bound_gbs"] > 0)
-                t.add("roofline %s %s n=%d ≥ %d%% of the %s bound" % (
-                    COLL_LABEL[c], human(s), n, want, bound),
-                    "%.0f%%" % pct if pct is not None else "no data",
-                    pct >= want if pct is not None else None,
-                    "bound %s GB/s" % fmt(med(v["bound_gbs"] for v in rs.values())))
+    # tutti_reg: the n = 2 run on registered buffers (tutti-bench -R 1), roofline only.
+    for prog, what in (("tutti", ""), ("tutti_reg", ", registered buffers")):
+        for n in ns:
+            for c in colls:
+                want = 75 if c in ("allgather", "broadcast") else 60
+                bound = "copy" if want == 75 else "reduce"
+                for s in [s for s in sizes if s in (16 << 20, 64 << 20)]:
+                    rs = roof.get((prog, n, c, s), {})
+                    if prog != "tutti" and not rs:
+                        continue
+                    pct = med(100 * v["busbw"] / v["bound_gbs"] for v in rs.values()
+                              if v["bound_gbs"] > 0)
+                    t.add("roofline %s %s n=%d ≥ %d%% of the %s bound%s" % (
+                        COLL_LABEL[c], human(s), n, want, bound, what),
+                        "%.0f%%" % pct if pct is not None else "no data",
+                        pct >= want if pct is not None else None,
+                        "bound %s GB/s" % fmt(med(v["bound_gbs"] for v in rs.values())))
     if 2 in ns and 8 in ns and 16 << 20 in sizes:
         a = cell(data, "tutti", 8, "allreduce", 16 << 20, "busbw_gbs")
         b = cell(data, "tutti", 2, "allreduce", 16 << 20, "busbw_gbs")
@@ -338,16 +342,21 @@ def main():
     md += ["", "## busbw and latency tables"]
     md += tables(data, ns, colls, NOMINAL)
     md += ["", "## tutti's roofline (median over rounds)", "",
-           "| n | collective | size | busbw GB/s | bound GB/s | % of bound |", "|---|---|---|---|---|---|"]
+           "Buffers: plain (malloc, as the MPIs') or registered (tutti_mem_alloc, `tutti-bench "
+           "-R 1`: peers read them in place), n = 2 only.", "",
+           "| n | buffers | collective | size | busbw GB/s | bound GB/s | % of bound |",
+           "|---|---|---|---|---|---|---|"]
     for n in ns:
-        for c in colls:
-            for s in NOMINAL:
-                rs = roof.get(("tutti", n, c, s), {}).values()
-                if rs:
-                    b = med(v["bound_gbs"] for v in rs)
-                    md.append("| %d | %s | %s | %s | %s | %.0f%% |" % (
-                        n, COLL_LABEL[c], human(s), fmt(med(v["busbw"] for v in rs)), fmt(b),
-                        med(100 * v["busbw"] / v["bound_gbs"] for v in rs if v["bound_gbs"] > 0)))
+        for prog, label in (("tutti", "plain"), ("tutti_reg", "registered")):
+            for c in colls:
+                for s in NOMINAL:
+                    rs = roof.get((prog, n, c, s), {}).values()
+                    if rs:
+                        b = med(v["bound_gbs"] for v in rs)
+                        md.append("| %d | %s | %s | %s | %s | %s | %.0f%% |" % (
+                            n, label, COLL_LABEL[c], human(s), fmt(med(v["busbw"] for v in rs)),
+                            fmt(b), med(100 * v["busbw"] / v["bound_gbs"] for v in rs
+                                        if v["bound_gbs"] > 0)))
     md += ["", "## TCP, n = 2 (all-reduce)", "",
            "| size | tutti tcp busbw | gloo busbw | tutti shm busbw |", "|---|---|---|---|"]
     for s in NOMINAL:
