@@ -36,8 +36,12 @@ int tutti__online_reps(size_t bytes) {
  * KiB all-reduce trials took 230-1600 us where the same algorithms run 37-150 us back to
  * back, and three trials each settled on cma (150 us a call) in 3 jobs of 3 where one-shot
  * runs 37 us; six each in 3 of 3 too; twelve each took one-shot in 3 of 3. Such trials cost
- * a few ms once per size, a wrong pick the job's every call. Both inputs are agreed (the
- * model, the topology), so every rank runs the same schedule. */
+ * a few ms once per size, a wrong pick the job's every call. Most of those slow trials were
+ * page traps (a PVM guest: shm.c's prefault); with them gone, 3 fresh jobs each settled all
+ * four 64 KiB collectives on one-shot at both 1x and 4x the trials but one (1x: all-reduce
+ * on recursive doubling until a re-check; 4x: broadcast on the ring), the 4x trials costing
+ * no visible time in the benchmark. Both inputs are agreed (the model, the topology), so
+ * every rank runs the same schedule. */
 int tutti__online_trial_reps(const tutti_tune_query_t *q) {
   int reps = tutti__online_reps(q->bytes);
   int crowded = q->model && q->model->cpus && (size_t)q->max_local > q->model->cpus;
