@@ -330,7 +330,8 @@ def main():
            "--natural`). torch 1.13's gloo has no reduce_scatter: those cells are empty.",
            "- Each round measures the latency floor (`shm_floor`), runs tutti, Open MPI, MPICH, "
            "gloo one after the other at each n, then "
-           "tutti over tcp (n = 2) and raw loopback TCP; cells are medians over rounds, ratios "
+           "tutti on registered buffers (n = 2, `-R 1`, for the roofline only), tutti over tcp "
+           "(n = 2) and raw loopback TCP; cells are medians over rounds, ratios "
            "the medians of per-round ratios.",
            "- tutti's roofline bounds come from `tutti-bench --roofline` in the same runs "
            "(`tutti-bench --help` defines them)."]
