@@ -40,12 +40,15 @@ int tutti__online_reps(size_t bytes) {
  * page traps (a PVM guest: shm.c's prefault); with them gone, 3 fresh jobs each settled all
  * four 64 KiB collectives on one-shot at both 1x and 4x the trials but one (1x: all-reduce
  * on recursive doubling until a re-check; 4x: broadcast on the ring), the 4x trials costing
- * no visible time in the benchmark. Both inputs are agreed (the model, the topology), so
- * every rank runs the same schedule. */
+ * no visible time in the benchmark. Up to 16 MiB since (a 1 MiB call there lasts a few
+ * scheduler turns too): n = 4, 1 MiB broadcast, fresh jobs after the smaller sizes, 2 trials
+ * each settled on the tree in 6 of 8 (215-293 us a call; forced, the tree runs 303-318 in
+ * steady state and the ring 213-217), 8 each on the ring in 4 of 4 (201-249 us). Both inputs
+ * are agreed (the model, the topology), so every rank runs the same schedule. */
 int tutti__online_trial_reps(const tutti_tune_query_t *q) {
   int reps = tutti__online_reps(q->bytes);
   int crowded = q->model && q->model->cpus && (size_t)q->max_local > q->model->cpus;
-  return crowded && q->bytes < ((size_t)1 << 20) ? TUTTI_ONLINE_CROWDED_REPS * reps : reps;
+  return crowded && q->bytes < TUTTI_ONLINE_CROWDED_MAX ? TUTTI_ONLINE_CROWDED_REPS * reps : reps;
 }
 
 int tutti__online_candidates(const tutti_tune_query_t *q, const tutti_algo_t *model_pick,

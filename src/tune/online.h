@@ -42,6 +42,7 @@ struct tutti_tune_query;
 #define TUTTI_ONLINE_RECHECK_MAX 25600u /* the longest gap between re-checks, in calls */
 #define TUTTI_ONLINE_CONFIRM 25         /* settled calls before a winner's second re-check */
 #define TUTTI_ONLINE_CROWDED_REPS 4     /* more trials where ranks outnumber CPUs (online.c) */
+#define TUTTI_ONLINE_CROWDED_MAX ((size_t)16 << 20) /* for sizes below this */
 
 typedef struct tutti_online_slot {
   int coll;

@@ -392,7 +392,7 @@ TEST(rank_0_setting_holds) {
 
 /* The trials' count: tutti__online_reps by size, four times that below 1 MiB where the most
  * crowded host has more ranks than the agreed model's CPUs; where the CPUs are not known, or
- * every rank has one, or the call is 1 MiB or more, no more. Re-checks keep reps. */
+ * every rank has one, or the call is 16 MiB or more, no more. Re-checks keep reps. */
 TEST(crowded_hosts_try_small_sizes_longer) {
   tutti_model_t md = {0};
   md.have = 1;
@@ -407,7 +407,7 @@ TEST(crowded_hosts_try_small_sizes_longer) {
     int reps = tutti__online_reps(q.bytes);
     ASSERT_EQ(reps, q.bytes < (1 << 20) ? 3 : q.bytes < (16 << 20) ? 2 : 1);
     ASSERT_EQ(tutti__online_trial_reps(&q),
-              q.bytes < (1 << 20) ? TUTTI_ONLINE_CROWDED_REPS * reps : reps);
+              q.bytes < (16 << 20) ? TUTTI_ONLINE_CROWDED_REPS * reps : reps);
   }
   q.bytes = 65536;
   q.max_local = 2; /* a CPU each */
