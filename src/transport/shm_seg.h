@@ -143,11 +143,13 @@ typedef struct shm_transport {
   char *mbig;          /* MBOX_BIG_DEPTH big mailboxes per local rank, MBOX_BYTES apart */
   uint32_t mseq;       /* one-shot calls started */
   uint32_t *mseen;     /* per local index: the last one-shot call whose header was checked */
-  uint8_t *mbig_mapped; /* per local index: 1 once this rank touched its big mailboxes */
   /* 1 while comm->verify_seq is a one-shot call the mailboxes are to verify (mbox.c's
    * call_conflict), 0 while it is the published calls' to verify. */
   int mverify;
   tutti_msg_hdr_t mhdr; /* this rank's header of its current (or last) one-shot call */
+  /* Last: placed after mverify, it moved the fields the one-shot path reads per call, and
+   * the 8-byte all-reduce at n = 2 ran 6% slower (12 alternating runs; here, within 1%). */
+  uint8_t *mbig_mapped; /* per local index: 1 once this rank touched its big mailboxes */
 } shm_transport_t;
 
 static inline size_t round_up(size_t x, size_t to) { return (x + to - 1) / to * to; }
