@@ -15,6 +15,8 @@ import subprocess
 import sys
 
 PEERS = ["ompi", "mpich", "gloo"]
+# The runs with a roofline: tutti's, and its n = 2 run on registered buffers (tutti-bench -R 1).
+ROOF_PROGS = (("tutti", "plain"), ("tutti_reg", "registered"))
 MPIS = ["ompi", "mpich"]
 LABEL = {"tutti": "tutti", "ompi": "Open MPI", "mpich": "MPICH", "gloo": "gloo",
          "tutti_tcp": "tutti tcp"}
@@ -191,8 +193,8 @@ def targets(data, roof, tcp, floor, ns, colls, sizes):
         v = cell(data, "tutti", 8, "allreduce", 8, "time_us")
         t.add("n=8 all-reduce 8 B ≤ 30 µs", fmt(v) + " µs" if v else "no data",
               v <= 30 if v else None)
-    # tutti_reg: the n = 2 run on registered buffers (tutti-bench -R 1), roofline only.
-    for prog, what in (("tutti", ""), ("tutti_reg", ", registered buffers")):
+    for prog, label in ROOF_PROGS:
+        what = "" if prog == "tutti" else ", %s buffers" % label
         for n in ns:
             for c in colls:
                 want = 75 if c in ("allgather", "broadcast") else 60
@@ -348,7 +350,7 @@ def main():
            "| n | buffers | collective | size | busbw GB/s | bound GB/s | % of bound |",
            "|---|---|---|---|---|---|---|"]
     for n in ns:
-        for prog, label in (("tutti", "plain"), ("tutti_reg", "registered")):
+        for prog, label in ROOF_PROGS:
             for c in colls:
                 for s in NOMINAL:
                     rs = roof.get((prog, n, c, s), {}).values()

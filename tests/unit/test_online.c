@@ -390,7 +390,7 @@ TEST(rank_0_setting_holds) {
   }
 }
 
-/* The trials' count: tutti__online_reps by size, four times that below 1 MiB where the most
+/* The trials' count: tutti__online_reps by size, four times that below 16 MiB where the most
  * crowded host has more ranks than the agreed model's CPUs; where the CPUs are not known, or
  * every rank has one, or the call is 16 MiB or more, no more. Re-checks keep reps. */
 TEST(crowded_hosts_try_small_sizes_longer) {
