@@ -36,7 +36,9 @@ won = {}
 for m in re.finditer(r"^# (\w+) n=2 (\d+) B:(.*) -> (\w+)$", table, re.M):
     coll, size, body, winner = m.group(1), int(m.group(2)), m.group(3), m.group(4)
     times = {a: float(t) for a, t in re.findall(r" (\w+) ([0-9.]+) us", body)}
-    if not times or min(times, key=times.get) != winner:
+    # The comment prints one decimal: a winner tied with another at that
+    # precision (ring 14.5, tree 14.5) is still the fastest.
+    if not times or times.get(winner) != min(times.values()):
         bad.append(f"table: {coll} {size}: '{winner}' is not the fastest of {times}")
     won[(coll, size)] = winner
 if len(won) != 4:
