@@ -31,6 +31,21 @@ int tutti__online_reps(size_t bytes) {
   return bytes < ((size_t)1 << 20) ? 3 : bytes < ((size_t)16 << 20) ? 2 : 1;
 }
 
+/* A call of a few us is ranked by its fastest of three no better than the run-to-run spread
+ * of such calls: n = 2, 64 KiB all-gather, 4 fresh jobs, 3 trials each settled on one-shot,
+ * one-shot after a re-check, recursive doubling then one-shot, recursive doubling then the
+ * ring (trials 3.2-4.8 us a call; one-shot runs 2.9-3.2 in steady state). Such trials cost
+ * nothing a job can see, so they run for TUTTI_ONLINE_TRIAL_US of predicted time each. */
+int tutti__online_check_reps(const tutti_tune_query_t *q, double pred_s) {
+  int reps = tutti__online_reps(q->bytes);
+  if (pred_s > 0) {
+    double want = TUTTI_ONLINE_TRIAL_US * 1e-6 / pred_s;
+    int k = want >= TUTTI_ONLINE_MAX_REPS ? TUTTI_ONLINE_MAX_REPS : (int)want + (want > (int)want);
+    if (k > reps) reps = k;
+  }
+  return reps;
+}
+
 /* Where ranks outnumber CPUs, a call below 1 MiB lasts a few wake-ups, and its time depends
  * more on which ranks the scheduler ran when than on the algorithm: at n = 4 on 2 CPUs, 64
  * KiB all-reduce trials took 230-1600 us where the same algorithms run 37-150 us back to
@@ -45,10 +60,14 @@ int tutti__online_reps(size_t bytes) {
  * each settled on the tree in 6 of 8 (215-293 us a call; forced, the tree runs 303-318 in
  * steady state and the ring 213-217), 8 each on the ring in 4 of 4 (201-249 us). Both inputs
  * are agreed (the model, the topology), so every rank runs the same schedule. */
-int tutti__online_trial_reps(const tutti_tune_query_t *q) {
-  int reps = tutti__online_reps(q->bytes);
+int tutti__online_trial_reps(const tutti_tune_query_t *q, double pred_s) {
+  int reps = tutti__online_check_reps(q, pred_s);
   int crowded = q->model && q->model->cpus && (size_t)q->max_local > q->model->cpus;
-  return crowded && q->bytes < TUTTI_ONLINE_CROWDED_MAX ? TUTTI_ONLINE_CROWDED_REPS * reps : reps;
+  if (crowded && q->bytes < TUTTI_ONLINE_CROWDED_MAX) {
+    int base = TUTTI_ONLINE_CROWDED_REPS * tutti__online_reps(q->bytes);
+    if (base > reps) reps = base;
+  }
+  return reps < TUTTI_ONLINE_MAX_REPS ? reps : TUTTI_ONLINE_MAX_REPS;
 }
 
 int tutti__online_candidates(const tutti_tune_query_t *q, const tutti_algo_t *model_pick,
@@ -99,8 +118,9 @@ static tutti_online_slot_t *slot_for(tutti_online_t *o, const tutti_tune_query_t
   memset(s, 0, sizeof *s);
   s->coll = (int)q->coll;
   s->bytes = q->bytes;
-  s->reps = tutti__online_reps(q->bytes);
-  s->trial_reps = tutti__online_trial_reps(q);
+  double pred = tutti__tune_predict(model_pick, q);
+  s->reps = tutti__online_check_reps(q, pred);
+  s->trial_reps = tutti__online_trial_reps(q, pred);
   s->ncand = tutti__online_candidates(q, model_pick, s->cand);
   if (s->ncand < 2) s->pick = model_pick;
   return s;

@@ -43,6 +43,10 @@ struct tutti_tune_query;
 #define TUTTI_ONLINE_CONFIRM 25         /* settled calls before a winner's second re-check */
 #define TUTTI_ONLINE_CROWDED_REPS 4     /* more trials where ranks outnumber CPUs (online.c) */
 #define TUTTI_ONLINE_CROWDED_MAX ((size_t)16 << 20) /* for sizes below this */
+/* Short calls are timed more often: at least this much of the model's predicted time per
+ * candidate (and per side of a re-check), at most TUTTI_ONLINE_MAX_REPS calls (online.c). */
+#define TUTTI_ONLINE_TRIAL_US 50.0
+#define TUTTI_ONLINE_MAX_REPS 16
 
 typedef struct tutti_online_slot {
   int coll;
@@ -80,9 +84,13 @@ int tutti__online_applies(int online, int why, int coll, size_t bytes);
 int tutti__online_candidates(const struct tutti_tune_query *q, const struct tutti_algo *model_pick,
                              const struct tutti_algo **out);
 int tutti__online_reps(size_t bytes);
-/* The trials' timed calls per candidate for q: tutti__online_reps, times
- * TUTTI_ONLINE_CROWDED_REPS below 1 MiB where a host has more ranks than CPUs (online.c). */
-int tutti__online_trial_reps(const struct tutti_tune_query *q);
+/* The timed calls of each side of a re-check of q, whose model pick is predicted to take
+ * pred_s: tutti__online_reps, or more where that is under TUTTI_ONLINE_TRIAL_US of calls. */
+int tutti__online_check_reps(const struct tutti_tune_query *q, double pred_s);
+/* The trials' timed calls per candidate for q: tutti__online_check_reps, times
+ * TUTTI_ONLINE_CROWDED_REPS below 16 MiB where a host has more ranks than CPUs (online.c),
+ * never more than TUTTI_ONLINE_MAX_REPS. */
+int tutti__online_trial_reps(const struct tutti_tune_query *q, double pred_s);
 
 /* The algorithm for a call of q that the model picked as model_pick: the agreed one where
  * q's size is settled (*settled set), else the candidate whose trial or re-check this call is

@@ -18,7 +18,7 @@
 
 #define N 3
 #define COUNT 8192 /* int64: 64 KiB, above TUTTI_ONLINE_MIN_BYTES */
-#define CALLS 24
+#define CALLS (2 + TUTTI_ONLINE_MAX_CAND * TUTTI_ONLINE_MAX_REPS + 8)
 
 typedef struct seen {
   int rc, ok;
@@ -108,14 +108,18 @@ TEST(trials_in_turn_then_one_pick_everywhere) {
     ASSERT_EQ(s[r].rc, TUTTI_SUCCESS);
     ASSERT(s[r].ok);
     ASSERT(s[r].ncand >= 2 && s[r].ncand <= TUTTI_ONLINE_MAX_CAND);
-    ASSERT_EQ(s[r].reps, 3); /* 64 KiB */
-    ASSERT_EQ(s[r].trial_reps, 3); /* the fallback model knows no CPU count: not crowded */
+    /* 64 KiB: at least 3, more as the fallback model predicts it short */
+    ASSERT(s[r].reps >= 3 && s[r].reps <= TUTTI_ONLINE_MAX_REPS);
+    ASSERT_EQ(s[r].reps, s[0].reps);
+    ASSERT_EQ(s[r].trial_reps, s[r].reps); /* the fallback model knows no CPU count: not crowded */
     ASSERT(s[r].pick[0]);
     ASSERT_STR_EQ(s[r].pick, s[0].pick);
     int calls = 1 + s[r].ncand * s[r].trial_reps, known = 0;
-    ASSERT(calls < CALLS);
-    /* A warm-up of the model's pick, then the candidates in turns, reps each, then the pick. */
-    for (int c = 0; c < CALLS; c++) {
+    ASSERT(calls + 8 <= CALLS);
+    /* A warm-up of the model's pick, then the candidates in turns, reps each, then the pick
+     * for 8 calls (the loop's own selects tick too: its re-check comes after half of
+     * TUTTI_ONLINE_RECHECK settled calls). */
+    for (int c = 0; c < calls + 8; c++) {
       const char *want = c == 0        ? s[r].cand[0]
                          : c < calls   ? s[r].cand[(c - 1) % s[r].ncand]
                                        : s[r].pick;
@@ -392,7 +396,35 @@ TEST(rank_0_setting_holds) {
 
 /* The trials' count: tutti__online_reps by size, four times that below 16 MiB where the most
  * crowded host has more ranks than the agreed model's CPUs; where the CPUs are not known, or
- * every rank has one, or the call is 16 MiB or more, no more. Re-checks keep reps. */
+ * every rank has one, or the call is 16 MiB or more, no more. Re-checks keep reps. Calls
+ * predicted short get enough for TUTTI_ONLINE_TRIAL_US (50 us) each, at most 16. */
+TEST(short_calls_get_more_trials) {
+  tutti_tune_query_t q = {0};
+  q.coll = TUTTI_COLL_ALLGATHER;
+  q.nranks = q.max_local = 2;
+  q.bytes = 65536;
+  ASSERT_EQ(TUTTI_ONLINE_TRIAL_US, 50.0);
+  ASSERT_EQ(TUTTI_ONLINE_MAX_REPS, 16);
+  const double pred_us[] = {0, 1, 3, 3.125, 5, 10, 12.5, 13, 20, 1000};
+  const int want[] = {3, 16, 16, 16, 10, 5, 4, 4, 3, 3};
+  for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+    ASSERT_EQ(tutti__online_check_reps(&q, pred_us[i] * 1e-6), want[i]);
+    ASSERT_EQ(tutti__online_trial_reps(&q, pred_us[i] * 1e-6), want[i]);
+  }
+  q.bytes = 16 << 20; /* a long call keeps the size's count */
+  ASSERT_EQ(tutti__online_trial_reps(&q, 2e-3), 1);
+  /* crowded: the larger of the two, still at most 16 */
+  tutti_model_t md = {0};
+  md.have = 1;
+  md.cpus = 2;
+  q.model = &md;
+  q.max_local = 4;
+  q.bytes = 65536;
+  ASSERT_EQ(tutti__online_trial_reps(&q, 30e-6), TUTTI_ONLINE_CROWDED_REPS * 3);
+  ASSERT_EQ(tutti__online_trial_reps(&q, 2e-6), 16);
+  ASSERT_EQ(tutti__online_check_reps(&q, 30e-6), 3);
+}
+
 TEST(crowded_hosts_try_small_sizes_longer) {
   tutti_model_t md = {0};
   md.have = 1;
@@ -406,17 +438,17 @@ TEST(crowded_hosts_try_small_sizes_longer) {
     q.bytes = sizes[i];
     int reps = tutti__online_reps(q.bytes);
     ASSERT_EQ(reps, q.bytes < (1 << 20) ? 3 : q.bytes < (16 << 20) ? 2 : 1);
-    ASSERT_EQ(tutti__online_trial_reps(&q),
+    ASSERT_EQ(tutti__online_trial_reps(&q, 0),
               q.bytes < (16 << 20) ? TUTTI_ONLINE_CROWDED_REPS * reps : reps);
   }
   q.bytes = 65536;
   q.max_local = 2; /* a CPU each */
-  ASSERT_EQ(tutti__online_trial_reps(&q), 3);
+  ASSERT_EQ(tutti__online_trial_reps(&q, 0), 3);
   q.max_local = 4;
   md.cpus = 0; /* not known */
-  ASSERT_EQ(tutti__online_trial_reps(&q), 3);
+  ASSERT_EQ(tutti__online_trial_reps(&q, 0), 3);
   q.model = NULL;
-  ASSERT_EQ(tutti__online_trial_reps(&q), 3);
+  ASSERT_EQ(tutti__online_trial_reps(&q, 0), 3);
 }
 
 int main(int argc, char **argv) { return harness_main(argc, argv); }

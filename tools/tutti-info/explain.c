@@ -170,8 +170,9 @@ int tutti_info_explain(int argc, char **argv) {
   printf("\npick: %s (%s)\n", pick->name, why_text(why));
   if (tutti__online_applies(cfg.tune_online, (int)why, (int)coll, q.bytes)) {
     const tutti_algo_t *cand[TUTTI_ONLINE_MAX_CAND];
-    int k = tutti__online_candidates(&q, pick, cand), reps = tutti__online_reps(q.bytes);
-    int trials = tutti__online_trial_reps(&q);
+    int k = tutti__online_candidates(&q, pick, cand);
+    double pred = tutti__tune_predict(pick, &q);
+    int reps = tutti__online_check_reps(&q, pred), trials = tutti__online_trial_reps(&q, pred);
     if (k > 1) {
       printf("online selection (TUTTI_TUNE_ONLINE=1): a job's first %d calls of this size run "
              "%s once, then", 1 + k * trials, pick->name);
@@ -180,7 +181,8 @@ int tutti_info_explain(int argc, char **argv) {
              "calls on, the pick and the next other candidate alternate for %d calls, and a "
              "challenger that is faster takes over if it is faster again %d calls later "
              "(re-checks twice as far apart each time)\n", trials,
-             trials > reps ? " (more ranks than CPUs: more trials)" : "",
+             trials > reps ? " (more ranks than CPUs: more trials)"
+             : trials > tutti__online_reps(q.bytes) ? " (short calls: more trials)" : "",
              TUTTI_ONLINE_RECHECK, 2 * reps, TUTTI_ONLINE_CONFIRM);
     }
   }

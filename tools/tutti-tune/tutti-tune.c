@@ -132,8 +132,7 @@ static tutti_result_t settle_auto(tutti_comm_t comm, const opts_t *o, int n, flo
       size_t bytes = tutti__tune_bytes(o->colls[ci], count, 4, n);
       /* the warm-up, every candidate's trials and the call that agrees; a size online
        * selection leaves to the model never settles, and stops there too */
-      int most = 2 + TUTTI_ONLINE_MAX_CAND * TUTTI_ONLINE_CROWDED_REPS *
-                         tutti__online_reps(bytes);
+      int most = 2 + TUTTI_ONLINE_MAX_CAND * TUTTI_ONLINE_MAX_REPS;
       for (int i = 0; count && i < most && !tutti__online_settled(comm, (int)o->colls[ci], bytes);
            i++)
         TRY(call(comm, o->colls[ci], s, r, count));
