@@ -6,9 +6,6 @@
  * model's order).
  * Fewer timed calls at large sizes: a 16 MiB call is long enough that one time ranks the
  * candidates, and a benchmark or a training loop warms up with only a handful of calls.
- * One trial a candidate is one call that may carry the candidate's first-use costs (what
- * only it touches: scratch it alone grows, a peer's registered region it maps), so there the
- * agreement gives an outlier a second trial (tutti__online_agree).
  * Re-checks (online.h) run the pick and one other candidate in alternation, timed alike.
  */
 #include <stdio.h>
@@ -159,10 +156,6 @@ const tutti_algo_t *tutti__online_pick(struct tutti_comm *comm, const tutti_tune
     o->running_cand = s->checking % 2 ? s->recheck_i : s->pick_i;
     return s->cand[o->running_cand];
   }
-  if (s->nagain > 0) { /* second trials, after the agreement that called for them */
-    o->running_cand = s->again[s->again_at];
-    return s->cand[o->running_cand];
-  }
   /* Round robin: a slow spell (the first calls after a pause wake CPUs and ranks slowly)
    * then costs every candidate a trial rather than one candidate all of its trials. */
   o->running_cand = s->done == 0 ? -1 : (s->done - 1) % s->ncand;
@@ -179,10 +172,7 @@ void tutti__online_timed(struct tutti_comm *comm, int64_t ns) {
   if (s->checking) best = &s->fresh_s[s->checking % 2];
   else if (c >= 0) best = &s->best_s[c];
   if (best && (*best == 0 || t < *best)) *best = t;
-  if (s->checking ? --s->checking == 0
-      : s->nagain > 0 ? ++s->again_at == s->nagain
-                      : ++s->done == 1 + s->ncand * s->trial_reps)
-    o->due = s;
+  if (s->checking ? --s->checking == 0 : ++s->done == 1 + s->ncand * s->trial_reps) o->due = s;
 }
 
 /* The element-wise maximum of every rank's v (k doubles) on every rank: a binomial tree up
@@ -254,23 +244,6 @@ tutti_result_t tutti__online_agree(struct tutti_comm *comm) {
   } else {
     for (int i = 1; i < s->ncand; i++)
       if (t[i] < t[best]) best = i;
-    /* A lone trial far behind the fastest may be the candidate's first-use costs rather than
-     * its speed: n = 2, 16 / 64 MiB all-reduce on registered buffers, cma's trial took
-     * 29.5 / 123 ms (its first reads of the peer's newly mapped region; 2.1 / 8.4 ms after)
-     * and lost to deterministic (3.0 / 14); 16 MiB reduce-scatter, rabenseifner's first call
-     * 45-55 ms (its scratch faulted in), 1.6-2.4 ms after. Each such candidate runs once
-     * more, and the agreement after that decides on the faster of its two. Only those: a
-     * second round for all ran 1 + 2 x 4 calls, and a benchmark's 5 or 6 warm-ups then left
-     * trials in its calibration and its timed calls (n = 2, 16 / 64 MiB, busbw 0.62-0.87x of
-     * a single round's, 5 alternating runs). Where there are two trials or more, the fastest
-     * of them already leaves the first call out. The agreed times are the same on every
-     * rank, so every rank runs the same second trials. */
-    if (s->trial_reps == 1 && s->nagain == 0) {
-      for (int i = 0; i < s->ncand; i++)
-        if (t[i] > TUTTI_ONLINE_RETRY_FACTOR * t[best]) s->again[s->nagain++] = i;
-      if (s->nagain > 0) return TUTTI_SUCCESS;
-    }
-    s->nagain = -1;
   }
   /* The next re-check twice as far off as the last (the first: TUTTI_ONLINE_RECHECK). */
   s->gap = !recheck ? TUTTI_ONLINE_RECHECK

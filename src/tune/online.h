@@ -47,9 +47,6 @@ struct tutti_tune_query;
  * candidate (and per side of a re-check), at most TUTTI_ONLINE_MAX_REPS calls (online.c). */
 #define TUTTI_ONLINE_TRIAL_US 50.0
 #define TUTTI_ONLINE_MAX_REPS 16
-/* With one trial a candidate (16 MiB and up), a candidate whose trial took more than this
- * factor times the fastest's runs one more, once (online.c). */
-#define TUTTI_ONLINE_RETRY_FACTOR 2.0
 
 typedef struct tutti_online_slot {
   int coll;
@@ -60,8 +57,6 @@ typedef struct tutti_online_slot {
   int done;        /* calls of this size so far (the warm-up, then the trials) */
   const struct tutti_algo *cand[TUTTI_ONLINE_MAX_CAND]; /* the model's order */
   double best_s[TUTTI_ONLINE_MAX_CAND]; /* this rank's fastest trial of each */
-  int again[TUTTI_ONLINE_MAX_CAND]; /* the candidates (indices) given a second trial, in order */
-  int nagain, again_at; /* how many, and how many of those ran; nagain -1: no more of them */
   const struct tutti_algo *pick;        /* once agreed; NULL while trying */
   int pick_i;           /* pick's index in cand */
   int recheck_i;        /* the last re-check's challenger (the model's order, skipping pick_i) */

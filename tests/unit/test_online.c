@@ -245,62 +245,6 @@ TEST(the_slowest_rank_decides) {
   }
 }
 
-/* 16 MiB, where each candidate gets one trial (the fallback model: no CPU count, so not
- * crowded). Made-up times: candidate i 100 + 10 i us but the last; the last one's first
- * trial 1000 us (far: its first-use costs) with outlier set, else 150 us, its second 50 us.
- * With the outlier the last candidate runs a second trial, and its 50 us wins; without, the
- * trials decide at once, for candidate 0. */
-static void one_trial_each(tutti_comm_t comm, int r, seen_t *out, int outlier) {
-  static int64_t x[COUNT];
-  (void)r;
-  out->ok = 1;
-  for (int c = 0; c < CALLS && out->ok; c++) {
-    tutti_coll_args_t a = allreduce_args(x);
-    a.count = ((size_t)16 << 20) / sizeof(int64_t);
-    const tutti_algo_t *algo = tutti__algo_select(comm, &a);
-    snprintf(out->ran[c], 24, "%s", algo->name);
-    tutti_online_t *o = &comm->online;
-    if (!o->running) break;
-    tutti_online_slot_t *s = &o->slot[0];
-    int i = o->running_cand < 0 ? 0 : o->running_cand, last = i == s->ncand - 1 && i >= 2;
-    double us = !last ? 100 + 10 * i : s->nagain > 0 ? 50 : outlier ? 1000 : 150;
-    tutti__online_timed(comm, (int64_t)(us * 1e3));
-    if (tutti__online_agree(comm) != TUTTI_SUCCESS) out->ok = 0;
-  }
-}
-
-static void far_trial(tutti_comm_t comm, int r, seen_t *out) { one_trial_each(comm, r, out, 1); }
-static void near_trials(tutti_comm_t comm, int r, seen_t *out) { one_trial_each(comm, r, out, 0); }
-
-TEST(a_far_lone_trial_runs_again) {
-  seen_t *s = run((const char *const[]){NULL}, far_trial);
-  for (int r = 0; r < N; r++) {
-    ASSERT_EQ(s[r].rc, TUTTI_SUCCESS);
-    ASSERT(s[r].ok);
-    ASSERT_EQ(s[r].trial_reps, 1);
-    int k = s[r].ncand;
-    ASSERT(k >= 3);
-    /* the warm-up, the trials in turn, the outlier's second trial, then the pick */
-    for (int c = 0; c < 1 + k; c++) ASSERT_STR_EQ(s[r].ran[c], s[r].cand[c == 0 ? 0 : c - 1]);
-    ASSERT_STR_EQ(s[r].ran[1 + k], s[r].cand[k - 1]);
-    ASSERT_STR_EQ(s[r].ran[2 + k], s[r].cand[k - 1]);
-    ASSERT_STR_EQ(s[r].pick, s[r].cand[k - 1]);
-  }
-}
-
-TEST(near_lone_trials_decide_at_once) {
-  seen_t *s = run((const char *const[]){NULL}, near_trials);
-  for (int r = 0; r < N; r++) {
-    ASSERT_EQ(s[r].rc, TUTTI_SUCCESS);
-    ASSERT(s[r].ok);
-    ASSERT_EQ(s[r].trial_reps, 1);
-    int k = s[r].ncand;
-    ASSERT(k >= 3);
-    ASSERT_STR_EQ(s[r].ran[1 + k], s[r].cand[0]); /* settled after one round */
-    ASSERT_STR_EQ(s[r].pick, s[r].cand[0]);
-  }
-}
-
 /* Rank 2 dies where the others agree on the trials (its process exits once its timed calls
  * are done): they get TUTTI_ERR_REMOTE, and the error names the dead rank and the call the
  * agreement follows, the call it fails (core/error.c), as a job's fault reports must. */

@@ -177,15 +177,12 @@ int tutti_info_explain(int argc, char **argv) {
       printf("online selection (TUTTI_TUNE_ONLINE=1): a job's first %d calls of this size run "
              "%s once, then", 1 + k * trials, pick->name);
       for (int i = 0; i < k; i++) printf("%s %s", i ? "," : "", cand[i]->name);
-      printf(" in turns, %d each%s, and keep the fastest by the slowest rank's time%s; then, %d "
+      printf(" in turns, %d each%s, and keep the fastest by the slowest rank's time; then, %d "
              "calls on, the pick and the next other candidate alternate for %d calls, and a "
              "challenger that is faster takes over if it is faster again %d calls later "
              "(re-checks twice as far apart each time)\n", trials,
              trials > reps ? " (more ranks than CPUs: more trials)"
              : trials > tutti__online_reps(q.bytes) ? " (short calls: more trials)" : "",
-             trials == 1 ? " (a candidate whose trial took over twice the fastest's first runs "
-                           "once more: its first call may have paid its first-use costs)"
-                         : "",
              TUTTI_ONLINE_RECHECK, 2 * reps, TUTTI_ONLINE_CONFIRM);
     }
   }

@@ -130,9 +130,9 @@ static tutti_result_t settle_auto(tutti_comm_t comm, const opts_t *o, int n, flo
     for (int si = 0; si < o->nsizes; si++) {
       size_t count = count_of(o->colls[ci], o->sizes[si], n);
       size_t bytes = tutti__tune_bytes(o->colls[ci], count, 4, n);
-      /* the warm-up, every candidate's trials and second trials, and the call that agrees;
-       * a size online selection leaves to the model never settles, and stops there too */
-      int most = 2 + TUTTI_ONLINE_MAX_CAND * (TUTTI_ONLINE_MAX_REPS + 1);
+      /* the warm-up, every candidate's trials and the call that agrees; a size online
+       * selection leaves to the model never settles, and stops there too */
+      int most = 2 + TUTTI_ONLINE_MAX_CAND * TUTTI_ONLINE_MAX_REPS;
       for (int i = 0; count && i < most && !tutti__online_settled(comm, (int)o->colls[ci], bytes);
            i++)
         TRY(call(comm, o->colls[ci], s, r, count));
