@@ -410,6 +410,7 @@ tutti_result_t tutti__scratch(struct tutti_comm *comm, size_t bytes, void **out)
   if (p == MAP_FAILED)
     return tutti__error(comm, TUTTI_ERR_SYSTEM, "cannot map %zu bytes of scratch memory", sz);
   if (comm->scratch) munmap(comm->scratch, comm->scratch_bytes);
+  tutti__first_use(comm, p, sz);
   comm->scratch = p;
   comm->scratch_bytes = sz;
   *out = p;

@@ -253,6 +253,9 @@ struct tutti_comm {
   struct tutti_topo *topo; /* hosts and local ranks (core/topo.c), built at init */
   void *scratch;       /* reused working memory of the algorithms */
   size_t scratch_bytes;
+  /* This call's time spent mapping memory in for its first use (tutti__first_use): a cost
+   * once per buffer, which online trials leave out of the algorithm's time (task.c). */
+  int64_t first_use_ns;
   struct tutti_memreg *_Atomic memreg; /* registered buffers (memreg.c), made on first use */
 };
 
@@ -285,5 +288,10 @@ const char *tutti__peer_desc(const struct tutti_comm *comm, int peer, char *buf,
 
 /* Returns at least bytes of scratch memory owned by comm, reused across calls. */
 tutti_result_t tutti__scratch(struct tutti_comm *comm, size_t bytes, void **out);
+
+/* prefault.c: maps [p, p + len) into this process now, so that its page faults do not land
+ * in later, timed calls; tutti__first_use also adds the time it took to comm->first_use_ns. */
+void tutti__prefault(void *p, size_t len);
+void tutti__first_use(struct tutti_comm *comm, void *p, size_t len);
 
 #endif

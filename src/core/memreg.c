@@ -24,13 +24,18 @@ struct region {
   uint64_t ino;
 };
 
-/* A peer's region as mapped here (local NULL: it could not be, do not try again). */
+/* A peer's region as mapped here (local NULL: it could not be, do not try again). faulted:
+ * a bit per FAULT_GRAIN of it, set once that part is mapped in (tutti__first_use), so the
+ * cost lands once per part a call uses, not on a whole pool the first time a piece of it is. */
 struct peer_map {
   struct peer_map *next;
   int peer;
   uint64_t base, len, ino;
   char *local;
+  uint64_t *faulted;
 };
+
+#define FAULT_GRAIN ((uint64_t)2 << 20)
 
 struct tutti_memreg {
   /* Guards regions: tutti_mem_alloc/free on the caller's thread may run while the progress
@@ -151,7 +156,7 @@ static struct peer_map *map_peer_region(struct tutti_comm *comm, struct tutti_me
                                         int peer, const tutti_regbuf_t *b) {
   struct peer_map *m = calloc(1, sizeof *m);
   if (!m) return NULL;
-  *m = (struct peer_map){NULL, peer, b->reg_base, b->reg_len, b->reg_ino, NULL};
+  *m = (struct peer_map){NULL, peer, b->reg_base, b->reg_len, b->reg_ino, NULL, NULL};
   char path[64];
   struct stat st;
   const char *why = NULL;
@@ -163,10 +168,14 @@ static struct peer_map *map_peer_region(struct tutti_comm *comm, struct tutti_me
              (uint64_t)st.st_size < b->reg_len) {
     why = "it is not the region the peer described (freed meanwhile?)";
   } else {
+    size_t words = (size_t)((b->reg_len + 64 * FAULT_GRAIN - 1) / (64 * FAULT_GRAIN));
     void *p = mmap(NULL, b->reg_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (p == MAP_FAILED)
       why = strerror(errno);
-    else
+    else if (!(m->faulted = calloc(words, sizeof *m->faulted))) {
+      munmap(p, b->reg_len);
+      why = "out of memory";
+    } else
       m->local = p;
   }
   if (m->local)
@@ -202,18 +211,32 @@ void *tutti__memreg_peer(struct tutti_comm *comm, int peer, const tutti_regbuf_t
       break;
     }
     /* The peer's addresses now belong to another region, so the old one was freed: drop
-     * this mapping, the last thing keeping its pages. */
+     * this mapping, the last thing keeping its pages. Part of the new region's first use:
+     * unmapping 16 MiB took ~10 ms on a PVM guest (docs/tuning.md). */
     if (m->peer == peer && m->base < b->reg_base + b->reg_len && b->reg_base < m->base + m->len) {
+      int64_t t0 = tutti__now_ns();
       *pp = m->next;
       if (m->local) munmap(m->local, m->len);
+      free(m->faulted);
       free(m);
+      comm->first_use_ns += tutti__now_ns() - t0;
       continue;
     }
     pp = &m->next;
   }
   if (!hit) hit = map_peer_region(comm, mr, peer, b);
   if (!hit || !hit->local) return NULL;
-  return hit->local + (addr - b->reg_base);
+  char *p = hit->local + (addr - b->reg_base);
+  uint64_t first = (addr - b->reg_base) / FAULT_GRAIN;
+  uint64_t last = (addr - b->reg_base + (len ? len - 1 : 0)) / FAULT_GRAIN;
+  for (uint64_t g = first; g <= last; g++) {
+    uint64_t bit = (uint64_t)1 << (g % 64);
+    if (hit->faulted[g / 64] & bit) continue;
+    hit->faulted[g / 64] |= bit;
+    uint64_t end = (g + 1) * FAULT_GRAIN < hit->len ? (g + 1) * FAULT_GRAIN : hit->len;
+    tutti__first_use(comm, hit->local + g * FAULT_GRAIN, (size_t)(end - g * FAULT_GRAIN));
+  }
+  return p;
 }
 
 void tutti__memreg_destroy(struct tutti_comm *comm) {
@@ -230,6 +253,7 @@ void tutti__memreg_destroy(struct tutti_comm *comm) {
     struct peer_map *m = mr->maps;
     mr->maps = m->next;
     if (m->local) munmap(m->local, m->len);
+    free(m->faulted);
     free(m);
   }
   pthread_mutex_destroy(&mr->lock);

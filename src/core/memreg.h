@@ -36,7 +36,9 @@ void tutti__memreg_describe(struct tutti_comm *comm, const void *p, size_t len,
 /* This process's address of [addr, addr + len) in peer's buffer b, when b is registered, the
  * range lies in its region and the region can be mapped here (mapped on first use, then
  * cached); NULL otherwise, and the caller falls back to process_vm_readv/writev. A region
- * that cannot be mapped is logged once (INFO) and not tried again. */
+ * that cannot be mapped is logged once (INFO) and not tried again. The range's pages are
+ * faulted in here the first time (2 MiB at a time, tutti__first_use), so a caller about to
+ * read a range in pieces may pass it whole first to take that cost in one go. */
 void *tutti__memreg_peer(struct tutti_comm *comm, int peer, const tutti_regbuf_t *b,
                          uint64_t addr, size_t len);
 

@@ -90,8 +90,10 @@ static tutti_result_t run_algorithm(struct tutti_comm *comm, tutti_coll_args_t *
   TRACE("coll", comm->rank, "%s #%u: %zu x %s, algorithm %s", tutti__coll_name(a->coll),
         comm->seq, a->count, tutti__dtype_name((int)a->dtype), algo->name);
   int64_t t0 = comm->online.running ? tutti__now_ns() : 0;
+  comm->first_use_ns = 0;
   tutti_result_t res = algo->fn[a->coll](comm, a);
-  if (comm->online.running && res == TUTTI_SUCCESS) tutti__online_timed(comm, tutti__now_ns() - t0);
+  if (comm->online.running && res == TUTTI_SUCCESS)
+    tutti__online_timed(comm, tutti__now_ns() - t0, comm->first_use_ns);
   /* Every receive of the call has landed: point-to-point calls after it copy as usual. */
   comm->recv_nt = 0;
   return res;

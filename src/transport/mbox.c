@@ -235,7 +235,7 @@ static tutti_result_t mbox_get(tutti_transport_t *t, int peer, int64_t deadline,
   /* A peer's big mailboxes all at once, on the first large payload read there: one at a
    * time, each of the first MBOX_BIG_DEPTH such calls paid for a mailbox's page faults. */
   if (b->big && !s->mbig_mapped[li]) {
-    tutti__shm_prefault(mbig_of(s, li, 0), MBOX_BIG_DEPTH * MBOX_BYTES);
+    tutti__prefault(mbig_of(s, li, 0), MBOX_BIG_DEPTH * MBOX_BYTES);
     s->mbig_mapped[li] = 1;
   }
   *data = b->big ? mbig_of(s, li, s->mseq) : b->data;

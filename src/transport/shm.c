@@ -67,25 +67,6 @@ tutti_result_t tutti__shm_check_failed(shm_transport_t *s) {
                       why[0] ? why : "no reason given");
 }
 
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
-#endif
-
-/* Maps in now, best effort, pages this rank will touch, so that the page faults do not land
- * in timed, steady-state calls (a ring of small messages takes thousands of calls to wrap).
- * The pages exist already (the creator reserved them); older kernels refuse the advice.
- * Then one load a page from this process: where the hypervisor shadows the guest's page
- * tables (PVM guests, as the 2-CPU VMs of docs/tuning.md), the advice maps the pages in the
- * guest only, and each process's first access to each page still traps to the hypervisor,
- * 5-7 us a page (1.7 ms a MiB, measured): a job's first 16 calls of 64 KiB at n = 2 took
- * 200-250 us each instead of 10, one 1 MiB queue's worth. Elsewhere the loads cost a cache
- * miss a page. A peer may be writing these pages meanwhile: the loaded bytes are discarded. */
-void tutti__shm_prefault(char *p, size_t len) {
-  uintptr_t start = (uintptr_t)p & ~(uintptr_t)(PAGE - 1), end = (uintptr_t)p + len;
-  madvise((void *)start, end - start, MADV_POPULATE_WRITE);
-  for (uintptr_t a = start; a < end; a += PAGE) (void)*(volatile const char *)a;
-}
-
 /* Carves the queue to local rank `to` out of this rank's pool, on the first message to it.
  * The first queues get TUTTI_SHM_QUEUE_SIZE; once the pool runs low later ones get a smaller
  * power of two, never less than SHM_MIN_QUEUE, because the pool always keeps that much for
@@ -100,7 +81,7 @@ static void queue_open(shm_transport_t *s, int to) {
   size_t off = pools_offset(s->nlocal) + (size_t)s->me * s->pool_bytes + s->pool_used;
   s->pool_used += bytes;
   s->unopened--;
-  tutti__shm_prefault(s->seg + off, bytes);
+  tutti__first_use(s->base.comm, s->seg + off, bytes);
   TRACE("shm", s->base.comm->rank, "queue to local rank %d: %zu bytes (%zu of the %zu-byte pool "
         "left)", to, bytes, s->pool_bytes - s->pool_used, s->pool_bytes);
   s->tx[to] = (shm_queue_t){s->seg + off, bytes};
@@ -121,7 +102,7 @@ static int queue_find(shm_transport_t *s, int from) {
   if (bytes < SHM_MIN_QUEUE || bytes > s->qbytes || off < pool ||
       off + bytes > pool + s->pool_bytes)
     return -1;
-  tutti__shm_prefault(s->seg + off, bytes);
+  tutti__first_use(s->base.comm, s->seg + off, bytes);
   s->rx[from] = (shm_queue_t){s->seg + off, bytes};
   return 1;
 }
@@ -420,9 +401,9 @@ tutti_result_t tutti__shm_create(struct tutti_comm *comm, int listen_fd, tutti_t
    * one-shot payload first reaches them, and the queues' pages when they are opened. Every
    * big mailbox of every peer would be n^2 x 128 pages for the host (2.2 GB of mappings at
    * 64 ranks, 0.9 s). */
-  tutti__shm_prefault(s->seg, pools_offset(s->nlocal));
-  tutti__shm_prefault((char *)mbox_of(s, 0, 0), (size_t)s->nlocal * MBOX_DEPTH * MBOX_CELL);
-  tutti__shm_prefault(mbig_of(s, s->me, 0), MBOX_BIG_DEPTH * MBOX_BYTES);
+  tutti__prefault(s->seg, pools_offset(s->nlocal));
+  tutti__prefault((char *)mbox_of(s, 0, 0), (size_t)s->nlocal * MBOX_DEPTH * MBOX_CELL);
+  tutti__prefault(mbig_of(s, s->me, 0), MBOX_BIG_DEPTH * MBOX_BYTES);
   INFO("shm", comm->rank, "segment %s: %zu bytes reserved for %d local ranks, queues of up to "
        "%zu bytes from %zu-byte pools, single-copy %s; set up in %.3f s (map %.3f, attach "
        "%.3f, single-copy check %.3f, prefault %.3f)", name, s->seg_bytes, s->nlocal, s->qbytes,

@@ -192,8 +192,6 @@ struct timespec;
 long tutti__shm_futex(_Atomic uint32_t *addr, int op, uint32_t val, const struct timespec *ts);
 /* Wakes slot's rank if it announced sleep (once a sleep); `always`: bump its bell even if not. */
 void tutti__shm_ring(shm_slot_t *slot, int always);
-/* Maps [p, p+len) of the segment into this process now (shm.c says why a load a page). */
-void tutti__shm_prefault(char *p, size_t len);
 /* The failure another local rank published, as this rank's error; success if none. */
 tutti_result_t tutti__shm_check_failed(shm_transport_t *s);
 /* Copies the first len unread bytes of the queue from local rank li without consuming them;

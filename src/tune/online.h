@@ -56,13 +56,15 @@ typedef struct tutti_online_slot {
   int reps;       /* and each side of a re-check reps */
   int done;        /* calls of this size so far (the warm-up, then the trials) */
   const struct tutti_algo *cand[TUTTI_ONLINE_MAX_CAND]; /* the model's order */
-  double best_s[TUTTI_ONLINE_MAX_CAND]; /* this rank's fastest trial of each */
+  /* This rank's fastest trial of each (the least time less first use), its time, and the
+   * part of it that mapped memory in for the first time (comm->first_use_ns). */
+  double best_s[TUTTI_ONLINE_MAX_CAND], best_f[TUTTI_ONLINE_MAX_CAND];
   const struct tutti_algo *pick;        /* once agreed; NULL while trying */
   int pick_i;           /* pick's index in cand */
   int recheck_i;        /* the last re-check's challenger (the model's order, skipping pick_i) */
   int checking;         /* timed calls left in the running re-check, 0 if none */
   int confirm;          /* 1: the challenger won the last re-check; the next one repeats it */
-  double fresh_s[2];    /* this rank's fastest call of the pick and the challenger in it */
+  double fresh_s[2], fresh_f[2]; /* the same for the pick and the challenger of a re-check */
   uint32_t gap, until;  /* settled calls between re-checks, and left before the next */
 } tutti_online_slot_t;
 
@@ -108,12 +110,14 @@ int tutti__online_tick(tutti_online_slot_t *s);
 /* The slot of coll at bytes, if it is settled (for the pick cache), else NULL. */
 tutti_online_slot_t *tutti__online_settled(struct tutti_comm *comm, int coll, size_t bytes);
 
-/* The running trial took ns on this rank (its call succeeded). */
-void tutti__online_timed(struct tutti_comm *comm, int64_t ns);
+/* The running trial took ns on this rank (its call succeeded), first_ns of which mapping
+ * memory in for its first use. */
+void tutti__online_timed(struct tutti_comm *comm, int64_t ns, int64_t first_ns);
 
 /* At the end of a call (its number still current): where it was the last trial of its size,
- * the ranks agree on the fastest candidate (the maximum of the trial times over the ranks,
- * exchanged in the call's name) and settle the size. */
+ * the ranks agree on the fastest candidate (each candidate's time: the maximum of the trial
+ * times over the ranks less the maximum of their first-use times, exchanged in the call's
+ * name) and settle the size. */
 tutti_result_t tutti__online_agree(struct tutti_comm *comm);
 
 #endif

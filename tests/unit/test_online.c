@@ -230,13 +230,43 @@ static void fake_trials(tutti_comm_t comm, int r, seen_t *out) {
     tutti_online_t *o = &comm->online;
     if (!o->running) break; /* settled */
     int cand = o->running_cand < 0 ? 0 : o->running_cand;
-    tutti__online_timed(comm, (int64_t)(fake_us(r, cand) * 1e3));
+    tutti__online_timed(comm, (int64_t)(fake_us(r, cand) * 1e3), 0);
     if (tutti__online_agree(comm) != TUTTI_SUCCESS) out->ok = 0;
   }
 }
 
 TEST(the_slowest_rank_decides) {
   seen_t *s = run((const char *const[]){NULL}, fake_trials);
+  for (int r = 0; r < N; r++) {
+    ASSERT_EQ(s[r].rc, TUTTI_SUCCESS);
+    ASSERT(s[r].ok);
+    ASSERT(s[r].ncand >= 2);
+    ASSERT_STR_EQ(s[r].pick, s[r].cand[1]);
+  }
+}
+
+/* First use (task.c: comm->first_use_ns): every trial of candidate 1 takes 5000 us on every
+ * rank, 4950 us of which rank 0 spent mapping memory in while ranks 1 and 2 waited for it.
+ * Without that time candidate 1 takes 50 us, faster than candidate 0's 100, so the largest
+ * first use comes off the slowest rank's time (leaving each rank's own out would still leave
+ * ranks 1 and 2 at 5000, and candidate 0 would be the pick). */
+static void first_use_trials(tutti_comm_t comm, int r, seen_t *out) {
+  static int64_t x[COUNT];
+  out->ok = 1;
+  for (int c = 0; c < CALLS && out->ok; c++) {
+    tutti_coll_args_t a = allreduce_args(x);
+    (void)tutti__algo_select(comm, &a);
+    tutti_online_t *o = &comm->online;
+    if (!o->running) break;
+    int cand = o->running_cand < 0 ? 0 : o->running_cand;
+    double us = cand == 0 ? 100 : cand == 1 ? 5000 : 300, first = cand == 1 && r == 0 ? 4950 : 0;
+    tutti__online_timed(comm, (int64_t)(us * 1e3), (int64_t)(first * 1e3));
+    if (tutti__online_agree(comm) != TUTTI_SUCCESS) out->ok = 0;
+  }
+}
+
+TEST(first_use_is_left_out_of_the_trials) {
+  seen_t *s = run((const char *const[]){NULL}, first_use_trials);
   for (int r = 0; r < N; r++) {
     ASSERT_EQ(s[r].rc, TUTTI_SUCCESS);
     ASSERT(s[r].ok);
@@ -258,7 +288,7 @@ static void dies_at_agreement(tutti_comm_t comm, int r, seen_t *out) {
     (void)tutti__algo_select(comm, &a);
     if (!o->running) break;
     tutti__online_timed(comm, (int64_t)(fake_us(r, o->running_cand < 0 ? 0 : o->running_cand) *
-                                        1e3));
+                                        1e3), 0);
     if (!o->due) continue;
     if (r == 2) _exit(0);
     comm->call_seq = ++comm->seq; /* as task.c runs it: inside the call */
@@ -314,7 +344,7 @@ static void fake_rechecks(tutti_comm_t comm, int r, seen_t *out, int steady) {
     ran[c] = cand;
     double one = !steady && s->confirm ? 200 : 50;
     double us = !s->pick ? (cand == 0 ? 10 : 100 + 10 * cand) : (cand == 1 ? one : 100 + cand);
-    tutti__online_timed(comm, (int64_t)(us * 1e3));
+    tutti__online_timed(comm, (int64_t)(us * 1e3), 0);
     if (tutti__online_agree(comm) != TUTTI_SUCCESS) out->ok = 0;
   }
   tutti_online_slot_t *s = &o->slot[0];
