@@ -134,8 +134,10 @@ int main(void) {
   check_call(tutti_comm_rank(comm, &rank), "tutti_comm_rank");
   check_call(tutti_comm_size(comm, &nranks), "tutti_comm_size");
   /* Odd counts; 70001 elements (273 KiB) crosses chunks and, with the small last-level cache
-   * the test's tuning file claims, takes the streaming-store paths. */
-  static const size_t counts[] = {1, 7, 1023, 70001};
+   * the test's tuning file claims, takes the streaming-store paths; 1300001 (5 MiB) spans
+   * several of the 2 MiB parts a peer's region is faulted in by (memreg.c), at offsets that
+   * are not multiples of them, and a region that ends inside one. */
+  static const size_t counts[] = {1, 7, 1023, 70001, 1300001};
   int c = 0;
   for (int layout = 0; layout < 3; layout++)
     for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++)
