@@ -47,7 +47,8 @@ static const tutti_config_var_t config_vars[] = {
                                 "cache; 0: documented fallbacks (docs/tuning.md)"},
     {"TUTTI_TUNE_ONLINE", "1", "1: the first calls of each size of 4 KiB or more (the model "
                                "picking) try the model's best candidates, up to 4, and keep the "
-                               "fastest by the slowest rank's time (docs/tuning.md); 0: the "
+                               "fastest by the slowest rank's time if 10% faster than the "
+                               "model's pick (docs/tuning.md); 0: the "
                                "model's pick; rank 0's setting holds"},
     {"TUTTI_TUNE_FILE", "", "tuning table (machine parameters and per-size algorithm rules, "
                             "docs/tuning.md) rank 0 loads at init, or saves its measurement "

@@ -1,9 +1,9 @@
 /*
  * Online selection (online.h). A size's first call runs the model's pick untimed (it faults in
  * the buffers every candidate then shares), then the candidates take turns, `trial_reps`
- * timed calls each; the call that ends the last trial ends with an exchange of every rank's fastest time
- * per candidate (the maximum over the ranks), and the smallest maximum wins (ties: the
- * model's order).
+ * timed calls each; the call that ends the last trial ends with an exchange of every rank's
+ * fastest time per candidate (the maximum over the ranks), and the smallest maximum wins if
+ * it is more than TUTTI_ONLINE_MARGIN below the model's pick's (else the model's pick stays).
  * Fewer timed calls at large sizes: a 16 MiB call is long enough that one time ranks the
  * candidates, and a benchmark or a training loop warms up with only a handful of calls.
  * Re-checks (online.h) run the pick and one other candidate in alternation, timed alike.
@@ -247,9 +247,12 @@ tutti_result_t tutti__online_agree(struct tutti_comm *comm) {
   comm->agree_seq = 0;
   if (res != TUTTI_SUCCESS) return res;
   for (int i = 0; i < k; i++) t[i] -= t[k + i];
+  /* The incumbent (the model's pick in the trials, the pick in a re-check) is beaten only by
+   * a time more than TUTTI_ONLINE_MARGIN below its own. */
+  const double beat = 1.0 - TUTTI_ONLINE_MARGIN;
   int best = 0;
   if (recheck) {
-    int won = t[1] < t[0];
+    int won = t[1] < beat * t[0];
     if (won && !s->confirm) { /* once is not enough: the same pair again, soon */
       s->confirm = 1;
       s->until = TUTTI_ONLINE_CONFIRM;
@@ -259,7 +262,7 @@ tutti_result_t tutti__online_agree(struct tutti_comm *comm) {
     best = won ? s->recheck_i : s->pick_i;
   } else {
     for (int i = 1; i < s->ncand; i++)
-      if (t[i] < t[best]) best = i;
+      if (t[i] < beat * t[0] && t[i] < t[best]) best = i;
   }
   /* The next re-check twice as far off as the last (the first: TUTTI_ONLINE_RECHECK). */
   s->gap = !recheck ? TUTTI_ONLINE_RECHECK

@@ -1,7 +1,8 @@
 /*
  * Online selection (online.c): where the cost model picks, the first calls of a (collective,
  * size) try the model's best few candidates in turn, the ranks agree on the fastest by the
- * slowest rank's time, and every later call of that size runs it. The model only has to put
+ * slowest rank's time (if it beats the model's pick by TUTTI_ONLINE_MARGIN), and every later
+ * call of that size runs it. The model only has to put
  * the fastest algorithm among its first few; a machine it misjudges costs a dozen calls.
  *
  * A settled size is re-checked now and then: its pick and one other candidate (in turns)
@@ -41,6 +42,14 @@ struct tutti_tune_query;
 #define TUTTI_ONLINE_RECHECK 100        /* settled calls before the first re-check */
 #define TUTTI_ONLINE_RECHECK_MAX 25600u /* the longest gap between re-checks, in calls */
 #define TUTTI_ONLINE_CONFIRM 25         /* settled calls before a winner's second re-check */
+/* A challenger takes a size from the model's pick (or, in a re-check, from the pick) only if
+ * its time is more than this fraction below the incumbent's: a single trial's spread is
+ * larger than most real differences between the leading candidates, and keeping the
+ * incumbent costs at most this much where the challenger was really faster. Measured: n = 2,
+ * 16 MiB reduce-scatter, 4 fresh jobs: the ring's and the deterministic algorithm's one
+ * trials 1774/1833, 1808/1836, 1960/1935, 1922/1995 us, where forced the ring runs 1370-1417
+ * us a call and the deterministic one 1814-1876; the third job kept the slower one. */
+#define TUTTI_ONLINE_MARGIN 0.10
 #define TUTTI_ONLINE_CROWDED_REPS 4     /* more trials where ranks outnumber CPUs (online.c) */
 #define TUTTI_ONLINE_CROWDED_MAX ((size_t)16 << 20) /* for sizes below this */
 /* Short calls are timed more often: at least this much of the model's predicted time per

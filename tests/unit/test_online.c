@@ -275,6 +275,40 @@ TEST(first_use_is_left_out_of_the_trials) {
   }
 }
 
+/* The margin (TUTTI_ONLINE_MARGIN): candidate 0, the model's pick, takes 100 us a trial;
+ * the last candidate takes `last_us`, every other one 200. Computed from the margin so the
+ * test follows it: a challenger just inside it (half the margin faster) leaves the size
+ * with the model's pick, one twice the margin faster takes it. */
+static double last_us;
+static void margin_trials(tutti_comm_t comm, int r, seen_t *out) {
+  static int64_t x[COUNT];
+  (void)r;
+  out->ok = 1;
+  for (int c = 0; c < CALLS && out->ok; c++) {
+    tutti_coll_args_t a = allreduce_args(x);
+    (void)tutti__algo_select(comm, &a);
+    tutti_online_t *o = &comm->online;
+    if (!o->running) break;
+    int cand = o->running_cand < 0 ? 0 : o->running_cand;
+    double us = cand == 0 ? 100 : cand == o->slot[0].ncand - 1 ? last_us : 200;
+    tutti__online_timed(comm, (int64_t)(us * 1e3), 0);
+    if (tutti__online_agree(comm) != TUTTI_SUCCESS) out->ok = 0;
+  }
+}
+
+TEST(a_challenger_must_beat_the_model_by_the_margin) {
+  for (int wide = 0; wide < 2; wide++) {
+    last_us = 100 * (1 - (wide ? 2 : 0.5) * TUTTI_ONLINE_MARGIN);
+    seen_t *s = run((const char *const[]){NULL}, margin_trials);
+    for (int r = 0; r < N; r++) {
+      ASSERT_EQ(s[r].rc, TUTTI_SUCCESS);
+      ASSERT(s[r].ok);
+      ASSERT(s[r].ncand >= 2);
+      ASSERT_STR_EQ(s[r].pick, s[r].cand[wide ? s[r].ncand - 1 : 0]);
+    }
+  }
+}
+
 /* Rank 2 dies where the others agree on the trials (its process exits once its timed calls
  * are done): they get TUTTI_ERR_REMOTE, and the error names the dead rank and the call the
  * agreement follows, the call it fails (core/error.c), as a job's fault reports must. */
