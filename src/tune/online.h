@@ -1,6 +1,8 @@
 /*
  * Online selection (online.c): where the cost model picks, the first calls of a (collective,
- * size) try the model's best few candidates in turn, the ranks agree on the fastest by the
+ * size) try the model's best few candidates in turn (in the model's order reversed: its pick
+ * last in each round),
+ * the ranks agree on the fastest by the
  * slowest rank's time (if it beats the model's pick by TUTTI_ONLINE_MARGIN), and every later
  * call of that size runs it. The model only has to put
  * the fastest algorithm among its first few; a machine it misjudges costs a dozen calls.

@@ -51,9 +51,9 @@ static void rank_main(const tutti_unique_id_t *id, int r, void *arg) {
   job->body(comm, r, out);
   tutti_online_t *o = &comm->online;
   out->used = o->used;
-  for (int i = 0; i < o->used; i++) { /* the last trial is the last candidate's */
+  for (int i = 0; i < o->used; i++) { /* the last trial is the model's pick's */
     const tutti_online_slot_t *s = &o->slot[i];
-    out->oneshot_last += s->pick && s->ncand > 1 && !strcmp(s->cand[s->ncand - 1]->name, "oneshot");
+    out->oneshot_last += s->pick && s->ncand > 1 && !strcmp(s->cand[0]->name, "oneshot");
   }
   if (o->used) {
     tutti_online_slot_t *s = &o->slot[0];
@@ -116,12 +116,13 @@ TEST(trials_in_turn_then_one_pick_everywhere) {
     ASSERT_STR_EQ(s[r].pick, s[0].pick);
     int calls = 1 + s[r].ncand * s[r].trial_reps, known = 0;
     ASSERT(calls + 8 <= CALLS);
-    /* A warm-up of the model's pick, then the candidates in turns, reps each, then the pick
-     * for 8 calls (the loop's own selects tick too: its re-check comes after half of
-     * TUTTI_ONLINE_RECHECK settled calls). */
+    /* A warm-up of the model's pick, then the candidates in turns, reps each, in the
+     * model's order reversed (its pick last), then the pick for 8 calls (the loop's own
+     * selects tick too: its re-check comes after half of TUTTI_ONLINE_RECHECK settled
+     * calls). */
     for (int c = 0; c < calls + 8; c++) {
       const char *want = c == 0        ? s[r].cand[0]
-                         : c < calls   ? s[r].cand[(c - 1) % s[r].ncand]
+                         : c < calls   ? s[r].cand[(s[r].ncand - c % s[r].ncand) % s[r].ncand]
                                        : s[r].pick;
       ASSERT_STR_EQ(s[r].ran[c], want);
       ASSERT_STR_EQ(s[r].ran[c], s[0].ran[c]);
@@ -177,7 +178,7 @@ TEST(many_sizes_settle_with_exact_results) {
 }
 
 /* The same, with the size's candidates reordered (alike on every rank) so that its last
- * trial runs one-shot: the exchange after it waits on the queues while the peers' mailbox
+ * trial (the model's pick's) runs one-shot: the exchange after it waits on the queues while the peers' mailbox
  * posts of that call are still up. */
 static void oneshot_last(tutti_comm_t comm, int r, seen_t *out) {
   static int64_t x[COUNT / 2];
@@ -190,9 +191,9 @@ static void oneshot_last(tutti_comm_t comm, int r, seen_t *out) {
     if (!strcmp(s->cand[i]->name, "oneshot")) at = i;
   out->ok = comm->online.used == 1 && s->ncand > 1 && at >= 0;
   if (!out->ok) return;
-  const tutti_algo_t *last = s->cand[s->ncand - 1];
-  s->cand[s->ncand - 1] = s->cand[at];
-  s->cand[at] = last;
+  const tutti_algo_t *first = s->cand[0];
+  s->cand[0] = s->cand[at];
+  s->cand[at] = first;
   for (int call = 0; call < CALLS && out->ok; call++) {
     for (int i = 0; i < COUNT / 2; i++) x[i] = (int64_t)(r + 1) * i - call;
     tutti_result_t rc = tutti_allreduce(x, x, COUNT / 2, TUTTI_INT64, TUTTI_SUM, comm);
@@ -395,7 +396,8 @@ static void fake_rechecks(tutti_comm_t comm, int r, seen_t *out, int steady) {
    * confirmation (0, 1, ...), then the pick until the next re-check 2 * gap calls later. */
   for (int c = 0; c < RECHECK_CALLS && out->ok; c++) {
     int want;
-    if (c < k) want = c == 0 ? 0 : (c - 1) % s->ncand;
+    if (c < k) /* the warm-up, then turns in the model's order reversed */
+      want = c == 0 ? 0 : (s->ncand - c % s->ncand) % s->ncand;
     else if (c < r1) want = -2;
     else if (c < r1 + rc) want = (c - r1) % 2;
     else if (c < c1) want = -2;
