@@ -74,17 +74,20 @@ static tutti_result_t queue_conflict(shm_transport_t *s, int li, const shm_mbox_
 }
 
 /* Sleeps on this rank's doorbell until c is met, a poster rings it or slice_ms pass; posters
- * ring only ranks that announced sleep, so the announce-then-recheck order matters (see
- * mbox_post). */
+ * ring only ranks that announced sleep (tutti__shm_sleep, tutti__shm_ring). */
+typedef struct doorbell_ctx {
+  shm_transport_t *s;
+  const tutti_cond_t *c;
+} doorbell_ctx_t;
+
+static int doorbell_ready(void *ctx) {
+  const doorbell_ctx_t *d = ctx;
+  return d->c->met(d->c) || atomic_load(&d->s->hdr->failed);
+}
+
 static void doorbell_sleep(shm_transport_t *s, const tutti_cond_t *c, int slice_ms) {
-  shm_slot_t *me = &s->slots[s->me];
-  atomic_store(&me->sleeping, 1);
-  uint32_t bell = atomic_load(&me->doorbell);
-  if (!c->met(c) && !atomic_load(&s->hdr->failed)) {
-    struct timespec ts = {slice_ms / 1000, (long)(slice_ms % 1000) * 1000000};
-    tutti__shm_futex(&me->doorbell, FUTEX_WAIT, bell, &ts);
-  }
-  atomic_store(&me->sleeping, 0);
+  doorbell_ctx_t d = {s, c};
+  (void)tutti__shm_sleep(&s->slots[s->me], doorbell_ready, &d, slice_ms);
 }
 
 /* Waiting for local rank li's post of a call (progress.c's wait loop, tutti__wait_cond). */
@@ -213,8 +216,8 @@ static tutti_result_t mbox_post(tutti_transport_t *t, const void *data, size_t l
   b->big = len > MBOX_INLINE;
   if (len) memcpy(b->big ? mbig_of(s, s->me, call) : b->data, data, len);
   b->hdr = s->mhdr;
-  /* Sequentially consistent, against the sleeper's announce-then-recheck in sleep_on: either
-   * it sees this flag, or this rank sees it asleep and rings. */
+  /* Sequentially consistent, against the sleeper's announce-then-recheck (tutti__shm_sleep):
+   * either it sees this flag, or this rank sees it asleep and rings. */
   atomic_store(&b->ready, call);
   prefetch_write(mbox_of(s, s->me, call + 1));
   for (int li = 0; li < s->nlocal; li++)

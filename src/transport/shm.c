@@ -32,15 +32,34 @@ long tutti__shm_futex(_Atomic uint32_t *addr, int op, uint32_t val, const struct
 
 /* Wakes the rank of slot if it announced sleep; always bumps its bell where always is set.
  * Called after what the sleeper waits for is published (sequentially consistent, against its
- * announce-then-recheck): either it sees that, or this sees its announcement. The waker takes
- * the announcement (exchange), so one sleep costs one FUTEX_WAKE: a rank posting on while
- * the sleeper takes its ~35 us to wake up otherwise rang for every post (an 8-byte broadcast
- * at n = 2: up to 78 000 futex calls in 3 million calls, 1 in 38, against 700 sleeps). */
+ * read-bell, announce, recheck in tutti__shm_sleep): either it sees that, or this sees its
+ * announcement. The waker takes the announcement (exchange), so one sleep costs one
+ * FUTEX_WAKE: a rank posting on while the sleeper takes its ~35 us to wake up otherwise rang
+ * for every post (an 8-byte broadcast at n = 2: up to 78 000 futex calls in 3 million calls,
+ * 1 in 38, against 700 sleeps). Whoever takes it bumps the bell after taking it, so the
+ * bell the sleeper read before announcing no longer matches: a wake-up that comes before the
+ * sleeper's FUTEX_WAIT is not lost. (Bumping it only before the check lost them: a ring for
+ * something the sleeper does not wait for, between its announcement and its FUTEX_WAIT, took
+ * the announcement, and the ring it did wait for then saw none and left it asleep for its
+ * whole 100 ms slice: at n = 4 on 2 CPUs, 1 MiB broadcasts averaged 1.1-1.4 ms a call for
+ * whole batches against 0.2, and 64 MiB ones 45-67 ms against 16-19.) */
 void tutti__shm_ring(shm_slot_t *slot, int always) {
   if (always) atomic_fetch_add(&slot->doorbell, 1);
   if (!atomic_load(&slot->sleeping) || !atomic_exchange(&slot->sleeping, 0)) return;
-  if (!always) atomic_fetch_add(&slot->doorbell, 1);
+  atomic_fetch_add(&slot->doorbell, 1);
   tutti__shm_futex(&slot->doorbell, FUTEX_WAKE, INT_MAX, NULL);
+}
+
+int tutti__shm_sleep(shm_slot_t *slot, int (*ready)(void *), void *ctx, int timeout_ms) {
+  uint32_t bell = atomic_load(&slot->doorbell);
+  atomic_store(&slot->sleeping, 1);
+  int got = ready(ctx) ? 1 : -1;
+  if (got < 0 && timeout_ms > 0) {
+    struct timespec ts = {timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000};
+    if (tutti__shm_futex(&slot->doorbell, FUTEX_WAIT, bell, &ts) == 0) got = 0;
+  }
+  atomic_store(&slot->sleeping, 0);
+  return got;
 }
 
 static void ring_bell(shm_transport_t *s, int li) { tutti__shm_ring(&s->slots[li], 1); }
@@ -225,24 +244,28 @@ tutti_result_t tutti__shm_check_alive(shm_transport_t *s, const tutti_want_t *wa
   return TUTTI_SUCCESS;
 }
 
+typedef struct block_ctx {
+  shm_transport_t *s;
+  const tutti_want_t *wants;
+  int nwants;
+} block_ctx_t;
+
+static int block_ready(void *ctx) {
+  const block_ctx_t *b = ctx;
+  if (atomic_load(&b->s->hdr->failed) != 0) return 1;
+  for (int i = 0; i < b->nwants; i++)
+    if (want_ready(b->s, &b->wants[i])) return 1;
+  return 0;
+}
+
 static tutti_result_t shm_block(tutti_transport_t *t, const tutti_want_t *wants, int nwants,
                                 int timeout_ms) {
   shm_transport_t *s = (shm_transport_t *)t;
-  shm_slot_t *slot = &s->slots[s->me];
-  /* Announce sleep, then read the bell, then re-check: a producer that updates a ring after
-   * our check also bumps the bell, so FUTEX_WAIT returns at once instead of missing it. */
-  atomic_store(&slot->sleeping, 1);
-  uint32_t bell = atomic_load(&slot->doorbell);
-  int ready = atomic_load(&s->hdr->failed) != 0;
-  for (int i = 0; i < nwants && !ready; i++) ready = want_ready(s, &wants[i]);
-  long rc = 0;
-  if (!ready && timeout_ms > 0) {
-    struct timespec ts = {timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000};
-    rc = tutti__shm_futex(&slot->doorbell, FUTEX_WAIT, bell, &ts);
-  }
-  atomic_store(&slot->sleeping, 0);
+  block_ctx_t b = {s, wants, nwants};
+  int got = tutti__shm_sleep(&s->slots[s->me], block_ready, &b, timeout_ms);
   TRY(tutti__shm_check_failed(s));
-  if (!ready && (rc != 0 || timeout_ms == 0)) TRY(tutti__shm_check_alive(s, wants, nwants));
+  /* Not woken by a peer: it may be gone. */
+  if (got < 0) TRY(tutti__shm_check_alive(s, wants, nwants));
   return TUTTI_SUCCESS;
 }
 

@@ -192,6 +192,11 @@ struct timespec;
 long tutti__shm_futex(_Atomic uint32_t *addr, int op, uint32_t val, const struct timespec *ts);
 /* Wakes slot's rank if it announced sleep (once a sleep); `always`: bump its bell even if not. */
 void tutti__shm_ring(shm_slot_t *slot, int always);
+/* Sleeps on slot (this rank's) until ready(ctx) holds, a waker rings it or timeout_ms pass:
+ * reads the bell, announces sleep, checks ready, then waits for the bell to change (the order
+ * tutti__shm_ring's wake-up relies on). 1: ready without sleeping; 0: woken by a ring; -1:
+ * not woken (the slice ran out, or timeout_ms is 0). */
+int tutti__shm_sleep(shm_slot_t *slot, int (*ready)(void *), void *ctx, int timeout_ms);
 /* The failure another local rank published, as this rank's error; success if none. */
 tutti_result_t tutti__shm_check_failed(shm_transport_t *s);
 /* Copies the first len unread bytes of the queue from local rank li without consuming them;
