@@ -41,8 +41,9 @@ long tutti__shm_futex(_Atomic uint32_t *addr, int op, uint32_t val, const struct
  * sleeper's FUTEX_WAIT is not lost. (Bumping it only before the check lost them: a ring for
  * something the sleeper does not wait for, between its announcement and its FUTEX_WAIT, took
  * the announcement, and the ring it did wait for then saw none and left it asleep for its
- * whole 100 ms slice: at n = 4 on 2 CPUs, 1 MiB broadcasts averaged 1.1-1.4 ms a call for
- * whole batches against 0.2, and 64 MiB ones 45-67 ms against 16-19.) */
+ * whole 100 ms slice: at n = 4 on 2 CPUs, 64 MiB broadcasts averaged 45-67 ms a call in 4
+ * of 18 jobs against 16-19, none of 12 after; batches of 1 MiB calls at 1.1-1.4 ms a call
+ * against 0.2 fit one such stall each.) */
 void tutti__shm_ring(shm_slot_t *slot, int always) {
   if (always) atomic_fetch_add(&slot->doorbell, 1);
   if (!atomic_load(&slot->sleeping) || !atomic_exchange(&slot->sleeping, 0)) return;
