@@ -216,7 +216,7 @@ static tutti_result_t mbox_post(tutti_transport_t *t, const void *data, size_t l
   b->big = len > MBOX_INLINE;
   if (len) memcpy(b->big ? mbig_of(s, s->me, call) : b->data, data, len);
   b->hdr = s->mhdr;
-  /* Sequentially consistent, against the sleeper's announce-then-recheck (tutti__shm_sleep):
+  /* Sequentially consistent, against the sleeper's announce, then recheck (tutti__shm_sleep):
    * either it sees this flag, or this rank sees it asleep and rings. */
   atomic_store(&b->ready, call);
   prefetch_write(mbox_of(s, s->me, call + 1));

@@ -195,7 +195,7 @@ void tutti__shm_ring(shm_slot_t *slot, int always);
 /* Sleeps on slot (this rank's) until ready(ctx) holds, a waker rings it or timeout_ms pass:
  * reads the bell, announces sleep, checks ready, then waits for the bell to change (the order
  * tutti__shm_ring's wake-up relies on). 1: ready without sleeping; 0: woken by a ring; -1:
- * not woken (the slice ran out, or timeout_ms is 0). */
+ * not woken by one (the slice ran out, the bell had moved already, or timeout_ms is 0). */
 int tutti__shm_sleep(shm_slot_t *slot, int (*ready)(void *), void *ctx, int timeout_ms);
 /* The failure another local rank published, as this rank's error; success if none. */
 tutti_result_t tutti__shm_check_failed(shm_transport_t *s);
