@@ -32,7 +32,8 @@ static const tutti_algo_t algos[] = {
      tutti__cost_cma, 1, 0},
     {"oneshot",
      "small messages between ranks of one host: every rank posts its input in its shared "
-     "mailbox and reads its peers' in place, one step; reductions fold in rank order",
+     "mailbox and reads its peers' in place, one step; reductions fold in rank order; "
+     "broadcasts of any size, in mailbox-sized pieces",
      {[TUTTI_COLL_ALLREDUCE] = tutti__oneshot_allreduce,
       [TUTTI_COLL_REDUCE_SCATTER] = tutti__oneshot_reduce_scatter,
       [TUTTI_COLL_ALLGATHER] = tutti__oneshot_allgather,

@@ -303,7 +303,8 @@ double tutti__cost_hier(const tutti_tune_query_t *q, const tutti_cost_params_t *
  * need every rank able to read the others (the same answer on every rank: comm->cma). */
 static int runs(const tutti_algo_t *algo, const tutti_tune_query_t *q) {
   return algo->fn[q->coll] && (!algo->needs_cma || q->cma) &&
-         (!algo->needs_mbox || (q->mbox_bytes && tutti__oneshot_payload(q) <= q->mbox_bytes));
+         (!algo->needs_mbox || (q->mbox_bytes && (q->coll == TUTTI_COLL_BROADCAST ||
+                                                  tutti__oneshot_payload(q) <= q->mbox_bytes)));
 }
 
 size_t tutti__oneshot_payload(const tutti_tune_query_t *q) {
@@ -365,7 +366,19 @@ double tutti__cost_oneshot(const tutti_tune_query_t *q, const tutti_cost_params_
   case TUTTI_COLL_REDUCE_SCATTER:
     return base + (n - 1) * m / n * (o.beta_peer + c->beta_reduce);
   case TUTTI_COLL_ALLGATHER: return base + (n - 1) * m / n * o.beta_peer;
-  case TUTTI_COLL_BROADCAST: return base + m * o.beta_peer;
+  case TUTTI_COLL_BROADCAST: {
+    /* In mailbox-sized pieces (oneshot.c): the root's post of one overlaps the readers' copy
+     * of the one before, so past the first piece the slower of the two sets the pace. The
+     * mailbox stays in cache, but the user's buffers of a message larger than a mailbox may
+     * not: each copy of its pieces is then at most as fast as a local copy of the message. */
+    double cap = q->mbox_bytes ? (double)q->mbox_bytes : m, piece = m < cap ? m : cap;
+    double k = chunks(m, cap), bp = o.beta_post, br = o.beta_peer;
+    if (k > 1 && bp < c->beta_copy) bp = c->beta_copy;
+    if (k > 1 && br < c->beta_copy) br = c->beta_copy;
+    double post = piece * bp, read = piece * br;
+    return k * (o.alpha + (n - 1) * o.peer) + (k - 1) * (post > read ? post : read) + post +
+           read;
+  }
   case TUTTI_COLL_BARRIER: return base;
   default: return -1;
   }

@@ -468,9 +468,13 @@ static tutti_result_t call_conflict(tutti_transport_t *t, int rooted) {
     comm->verify_seq = 0;
     return TUTTI_SUCCESS;
   }
-  /* Every call since mverify was set ran one-shot: call and collective numbers advance
-   * together. */
-  uint32_t seq = comm->seq - (s->mseq - first);
+  /* Every call since mverify was set ran one-shot; the collective of one-shot call first is
+   * in this rank's own cell of it (a broadcast larger than a mailbox spans several one-shot
+   * calls), still there: no peer's check lags MBOX_DEPTH calls behind (mbox_begin). */
+  const shm_mbox_t *own = mbox_of(s, s->me, first);
+  uint32_t seq = atomic_load_explicit(&own->ready, memory_order_relaxed) == first
+                     ? own->hdr.seq
+                     : comm->seq - (s->mseq - first);
   if (!comm->verify_seq || reached(seq, comm->verify_seq)) comm->verify_seq = seq;
   return TUTTI_SUCCESS;
 }

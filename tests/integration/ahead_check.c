@@ -18,9 +18,12 @@
  * depends on the peers keeping pace).
  *
  *   ahead_check mismatch_then_queue
+ *   ahead_check mismatch_big_then_queue
  *
- * The same disagreement in one small broadcast, followed by a 4 MiB all-reduce (through the
- * queues, not one-shot): every rank must fail in one of the two calls.
+ * The same disagreement in one small broadcast (big: one of 160 000 bytes, which goes in
+ * three one-shot calls, fewer than a root runs ahead unchecked), followed by a 4 MiB
+ * all-reduce (through the queues, not one-shot): every rank must fail in one of the two
+ * calls.
  *
  *   ahead_check queue_ahead
  *   ahead_check queue_mismatch
@@ -36,7 +39,7 @@
  * returned the root's data (a root that lost the pending check returned success for all
  * QCALLS calls).
  *
- * Small broadcasts and reduces are forced one-shot (TUTTI_TUNE, unless set).
+ * Broadcasts up to 1 MiB and small reduces are forced one-shot (TUTTI_TUNE, unless set).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -57,11 +60,13 @@ static uint32_t val(uint32_t call, size_t i, int rank) {
   return call * 2654435761u + (uint32_t)i * 40503u + (uint32_t)rank * 977u + 1u;
 }
 
-/* Elements of call k in the mixed phase: payloads that fit a mailbox's cell (up to 208 bytes)
- * and ones that go to the few big mailboxes, so a big call comes after small ones that ran
- * further ahead than the big mailboxes allow. */
+/* Elements of call k in the mixed phase: payloads that fit a mailbox's cell (up to 208 bytes),
+ * ones that go to the few big mailboxes, so a big call comes after small ones that ran
+ * further ahead than the big mailboxes allow, and broadcasts larger than a mailbox (64 KiB),
+ * which go in pieces, one one-shot call each (BIGC: 2 full pieces and a short one). */
+enum { BIGC = 40000 };
 static size_t mixed_count(uint32_t k) {
-  static const size_t cycle[] = {2, 52, 53, 256, 2, 2, 2, 1, 256, 256, 2};
+  static const size_t cycle[] = {2, 52, 53, 256, 2, 2, BIGC, 2, 1, 256, 256, 2, BIGC, BIGC};
   return cycle[k % (sizeof cycle / sizeof cycle[0])];
 }
 
@@ -70,7 +75,7 @@ static size_t mixed_count(uint32_t k) {
  * and then. */
 static int ahead(tutti_comm_t c, int r, int n) {
   enum { MAXC = 256 };
-  uint32_t x[MAXC], y[MAXC];
+  static uint32_t x[BIGC], y[BIGC];
   int bad = 0;
   for (int phase = 0; phase < 4 && !bad; phase++) {
     int root = phase == 1 ? n - 1 : 0, reduce = phase == 2;
@@ -111,20 +116,21 @@ static int ahead(tutti_comm_t c, int r, int n) {
   return bad;
 }
 
-/* Rank 1 names root 1, the others root 0; then (queue) a 4 MiB all-reduce. */
-static int mismatch(tutti_comm_t c, int r, int repeat) {
-  uint32_t x[2] = {1, 2}, y[2];
+/* Rank 1 names root 1, the others root 0 (in a broadcast of count elements); then (queue) a
+ * 4 MiB all-reduce. */
+static int mismatch(tutti_comm_t c, int r, int repeat, size_t count) {
+  static uint32_t x[BIGC], y[BIGC];
   int root = r == 1 ? 1 : 0, calls = repeat ? MBOX_DEPTH + 20 : 1, failed_at = -1;
   tutti_result_t res = TUTTI_SUCCESS;
   for (int k = 0; k < calls && res == TUTTI_SUCCESS; k++) {
-    res = tutti_broadcast(x, y, 2, TUTTI_UINT32, root, c);
+    res = tutti_broadcast(x, y, count, TUTTI_UINT32, root, c);
     if (res != TUTTI_SUCCESS) failed_at = k;
   }
   if (res == TUTTI_SUCCESS && !repeat) {
-    size_t count = (4u << 20) / sizeof(float);
-    float *a = calloc(count, sizeof *a);
+    size_t fcount = (4u << 20) / sizeof(float);
+    float *a = calloc(fcount, sizeof *a);
     if (!a) return 1;
-    res = tutti_allreduce(a, a, count, TUTTI_FLOAT32, TUTTI_SUM, c);
+    res = tutti_allreduce(a, a, fcount, TUTTI_FLOAT32, TUTTI_SUM, c);
     free(a);
     if (res != TUTTI_SUCCESS) failed_at = 1;
   }
@@ -200,7 +206,7 @@ int main(int argc, char **argv) {
    * every call). */
   int queue = !strncmp(argv[1], "queue_", 6);
   setenv("TUTTI_TUNE",
-         queue ? "broadcast:0-1g:ring" : "broadcast:0-64k:oneshot;reduce:0-64k:oneshot", 0);
+         queue ? "broadcast:0-1g:ring" : "broadcast:0-1m:oneshot;reduce:0-64k:oneshot", 0);
   tutti_comm_t c;
   int r, n, bad;
   if (tutti_comm_init_env(&c) != TUTTI_SUCCESS) return 1;
@@ -209,7 +215,9 @@ int main(int argc, char **argv) {
   if (!strcmp(argv[1], "ahead"))
     bad = ahead(c, r, n);
   else if (!strcmp(argv[1], "mismatch_repeat") || !strcmp(argv[1], "mismatch_then_queue"))
-    bad = n < 2 ? 2 : mismatch(c, r, !strcmp(argv[1], "mismatch_repeat"));
+    bad = n < 2 ? 2 : mismatch(c, r, !strcmp(argv[1], "mismatch_repeat"), 2);
+  else if (!strcmp(argv[1], "mismatch_big_then_queue"))
+    bad = n < 2 ? 2 : mismatch(c, r, 0, BIGC);
   else if (!strcmp(argv[1], "queue_ahead") || !strcmp(argv[1], "queue_mismatch"))
     bad = n < 2 ? 2 : queue_ahead(c, r, !strcmp(argv[1], "queue_mismatch"));
   else
