@@ -8,6 +8,10 @@
 
 #include "core/config_parse.h"
 #include "core/internal.h"
+#include "tune/online.h"
+
+#define STR_(x) #x
+#define STR(x) STR_(x) /* a constant's value in a help text */
 
 static const tutti_config_var_t config_vars[] = {
     {"TUTTI_DEBUG", "warn", "log level: none, warn, info or trace"},
@@ -46,10 +50,11 @@ static const tutti_config_var_t config_vars[] = {
                                 "tens of ms) and cached; force: measure now and refresh the "
                                 "cache; 0: documented fallbacks (docs/tuning.md)"},
     {"TUTTI_TUNE_ONLINE", "1", "1: the first calls of each size of 4 KiB or more (the model "
-                               "picking) try the model's best candidates, up to 4, and keep the "
-                               "fastest by the slowest rank's time if 10% faster than the "
-                               "model's pick (docs/tuning.md); 0: the "
-                               "model's pick; rank 0's setting holds"},
+                               "picking) try the model's best candidates, up to "
+                               STR(TUTTI_ONLINE_MAX_CAND) ", and keep the fastest by the "
+                               "slowest rank's time if " STR(TUTTI_ONLINE_MARGIN_PCT) "% faster "
+                               "than the model's pick (docs/tuning.md); 0: the model's pick; "
+                               "rank 0's setting holds"},
     {"TUTTI_TUNE_FILE", "", "tuning table (machine parameters and per-size algorithm rules, "
                             "docs/tuning.md) rank 0 loads at init, or saves its measurement "
                             "to if the file does not exist; tutti-tune writes one"},

@@ -51,7 +51,8 @@ struct tutti_tune_query;
  * 16 MiB reduce-scatter, 4 fresh jobs: the ring's and the deterministic algorithm's one
  * trials 1774/1833, 1808/1836, 1960/1935, 1922/1995 us, where forced the ring runs 1370-1417
  * us a call and the deterministic one 1814-1876; the third job kept the slower one. */
-#define TUTTI_ONLINE_MARGIN 0.10
+#define TUTTI_ONLINE_MARGIN_PCT 10 /* config.c's help text prints it */
+#define TUTTI_ONLINE_MARGIN (TUTTI_ONLINE_MARGIN_PCT / 100.0)
 #define TUTTI_ONLINE_CROWDED_REPS 4     /* more trials where ranks outnumber CPUs (online.c) */
 #define TUTTI_ONLINE_CROWDED_MAX ((size_t)16 << 20) /* for sizes below this */
 /* Short calls are timed more often: at least this much of the model's predicted time per
