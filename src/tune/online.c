@@ -126,6 +126,19 @@ static tutti_online_slot_t *slot_for(tutti_online_t *o, const tutti_tune_query_t
   return s;
 }
 
+/* Trial calls come in turns of two calls of one candidate where it has more than one: a call
+ * just after another algorithm's carries that one's tail. A broadcast root returns from a
+ * chain while its readers still copy, so a one-shot call after it waited for them: n = 4 on 2
+ * CPUs, 1 MiB, slowest rank a call, one-shot after the chain 336-524 us, after itself 188-271,
+ * the chain 165-408 either way; in turns of one call each, the chain won the trials in fresh
+ * jobs where one-shot runs 1.3-1.5x faster. */
+static int turn_len(int reps) { return reps >= 2 ? 2 : 1; }
+
+/* In a re-check: 0 if the current call is the pick's, 1 if the challenger's. */
+static int recheck_side(const tutti_online_slot_t *s) {
+  return (2 * s->reps - s->checking) / turn_len(s->reps) % 2;
+}
+
 int tutti__online_tick(tutti_online_slot_t *s) {
   if (s->checking) return 1; /* a re-check runs 2 x reps calls */
   if (s->ncand < 2 || --s->until) return 0;
@@ -153,7 +166,7 @@ const tutti_algo_t *tutti__online_pick(struct tutti_comm *comm, const tutti_tune
   if (*settled) return s->pick;
   o->running = s;
   if (s->checking) { /* the pick first, then the challenger, in turns */
-    o->running_cand = s->checking % 2 ? s->recheck_i : s->pick_i;
+    o->running_cand = recheck_side(s) ? s->recheck_i : s->pick_i;
     return s->cand[o->running_cand];
   }
   /* Round robin: a slow spell (the first calls after a pause wake CPUs and ranks slowly)
@@ -166,7 +179,8 @@ const tutti_algo_t *tutti__online_pick(struct tutti_comm *comm, const tutti_tune
    * order the pick (deterministic) ran first and lost its one trial to the slower ring in 2
    * of 3 jobs. n = 2, 16 MiB all-reduce: the ring's first call after cma's first took
    * 3.7-3.9 ms, after Rabenseifner's (37 ms of scratch growth) 2.4-2.5, else 2.2-2.4. */
-  o->running_cand = s->done == 0 ? -1 : (s->ncand - s->done % s->ncand) % s->ncand;
+  int turn = (s->done - 1) / turn_len(s->trial_reps);
+  o->running_cand = s->done == 0 ? -1 : s->ncand - 1 - turn % s->ncand;
   return o->running_cand < 0 ? s->cand[0] : s->cand[o->running_cand];
 }
 
@@ -178,8 +192,8 @@ void tutti__online_timed(struct tutti_comm *comm, int64_t ns, int64_t first_ns) 
   int c = o->running_cand;
   double t = (double)ns * 1e-9, f = (double)first_ns * 1e-9, *best = NULL, *best_f = NULL;
   if (s->checking) {
-    best = &s->fresh_s[s->checking % 2];
-    best_f = &s->fresh_f[s->checking % 2];
+    best = &s->fresh_s[recheck_side(s)];
+    best_f = &s->fresh_f[recheck_side(s)];
   } else if (c >= 0) {
     best = &s->best_s[c];
     best_f = &s->best_f[c];

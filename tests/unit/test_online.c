@@ -116,14 +116,15 @@ TEST(trials_in_turn_then_one_pick_everywhere) {
     ASSERT_STR_EQ(s[r].pick, s[0].pick);
     int calls = 1 + s[r].ncand * s[r].trial_reps, known = 0;
     ASSERT(calls + 8 <= CALLS);
-    /* A warm-up of the model's pick, then the candidates in turns, reps each, in the
-     * model's order reversed (its pick last), then the pick for 8 calls (the loop's own
-     * selects tick too: its re-check comes after half of TUTTI_ONLINE_RECHECK settled
-     * calls). */
+    /* A warm-up of the model's pick, then the candidates in turns of two calls (reps >= 3
+     * here), reps each, in the model's order reversed (its pick last), then the pick for 8
+     * calls (the loop's own selects tick too: its re-check comes after half of
+     * TUTTI_ONLINE_RECHECK settled calls). */
     for (int c = 0; c < calls + 8; c++) {
-      const char *want = c == 0        ? s[r].cand[0]
-                         : c < calls   ? s[r].cand[(s[r].ncand - c % s[r].ncand) % s[r].ncand]
-                                       : s[r].pick;
+      int turn = (c - 1) / 2;
+      const char *want = c == 0      ? s[r].cand[0]
+                         : c < calls ? s[r].cand[s[r].ncand - 1 - turn % s[r].ncand]
+                                     : s[r].pick;
       ASSERT_STR_EQ(s[r].ran[c], want);
       ASSERT_STR_EQ(s[r].ran[c], s[0].ran[c]);
     }
@@ -389,21 +390,24 @@ static void fake_rechecks(tutti_comm_t comm, int r, seen_t *out, int steady) {
   int k = 1 + s->ncand * s->trial_reps, gap = TUTTI_ONLINE_RECHECK, rc = 2 * s->reps;
   int r1 = k + gap - 1, c1 = r1 + rc + TUTTI_ONLINE_CONFIRM - 1, r2 = c1 + rc + 2 * gap - 1;
   int pick = steady ? -3 : -2, pick_i = steady ? 1 : 0;
+  /* Turns of two calls of one candidate where it has more than one (online.c). */
+  int tl = s->trial_reps >= 2 ? 2 : 1, rl = s->reps >= 2 ? 2 : 1;
   /* The next challenger in the model's order after 1, skipping the pick. */
   int next = s->ncand > 2 ? 2 : steady ? 0 : 1;
-  /* Trials, gap - 1 settled calls on candidate 0, the re-check (0, 1, 0, 1, ...: challengers
-   * in the model's order, skipping the pick), TUTTI_ONLINE_CONFIRM - 1 calls on 0, the
-   * confirmation (0, 1, ...), then the pick until the next re-check 2 * gap calls later. */
+  /* Trials, gap - 1 settled calls on candidate 0, the re-check (0, 1, 0, 1, ... in turns of
+   * rl calls: challengers in the model's order, skipping the pick), TUTTI_ONLINE_CONFIRM - 1
+   * calls on 0, the confirmation (0, 1, ...), then the pick until the next re-check 2 * gap
+   * calls later. */
   for (int c = 0; c < RECHECK_CALLS && out->ok; c++) {
     int want;
     if (c < k) /* the warm-up, then turns in the model's order reversed */
-      want = c == 0 ? 0 : (s->ncand - c % s->ncand) % s->ncand;
+      want = c == 0 ? 0 : s->ncand - 1 - (c - 1) / tl % s->ncand;
     else if (c < r1) want = -2;
-    else if (c < r1 + rc) want = (c - r1) % 2;
+    else if (c < r1 + rc) want = (c - r1) / rl % 2;
     else if (c < c1) want = -2;
-    else if (c < c1 + rc) want = (c - c1) % 2;
+    else if (c < c1 + rc) want = (c - c1) / rl % 2;
     else if (c < r2) want = pick;
-    else if (c < r2 + rc) want = (c - r2) % 2 ? next : pick_i;
+    else if (c < r2 + rc) want = (c - r2) / rl % 2 ? next : pick_i;
     else want = pick;
     if (ran[c] != want) {
       fprintf(stderr, "rank %d: call %d ran %d, want %d\n", r, c, ran[c], want);

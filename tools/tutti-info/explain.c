@@ -177,11 +177,12 @@ int tutti_info_explain(int argc, char **argv) {
       printf("online selection (TUTTI_TUNE_ONLINE=1): a job's first %d calls of this size run "
              "%s once, then", 1 + k * trials, pick->name);
       for (int i = 0; i < k; i++) printf("%s %s", i ? "," : "", cand[i]->name);
-      printf(" in turns, %d each%s, and keep the fastest by the slowest rank's time if it beats "
-             "%s's by more than %.0f%%; then, %d calls on, the pick and the next other "
-             "candidate alternate for %d calls, and a challenger that is faster by as much "
-             "takes over if it is again %d calls later (re-checks twice as far apart each "
-             "time)\n", trials,
+      printf(" in turns of %d call%s from the last listed to the first, %d each%s, and keep the "
+             "fastest by the slowest rank's time if it beats %s's by more than %.0f%%; then, %d "
+             "calls on, the pick and the next other candidate alternate for %d calls, and a "
+             "challenger that is faster by as much takes over if it is again %d calls later "
+             "(re-checks twice as far apart each time)\n",
+             trials >= 2 ? 2 : 1, trials >= 2 ? "s" : "", trials,
              trials > reps ? " (more ranks than CPUs: more trials)"
              : trials > tutti__online_reps(q.bytes) ? " (short calls: more trials)" : "",
              pick->name, 100 * TUTTI_ONLINE_MARGIN, TUTTI_ONLINE_RECHECK, 2 * reps,
