@@ -470,7 +470,8 @@ static tutti_result_t call_conflict(tutti_transport_t *t, int rooted) {
   }
   /* Every call since mverify was set ran one-shot; the collective of one-shot call first is
    * in this rank's own cell of it (a broadcast larger than a mailbox spans several one-shot
-   * calls), still there: no peer's check lags MBOX_DEPTH calls behind (mbox_begin). */
+   * calls), still there: no peer's check lags MBOX_DEPTH calls behind (mbox_begin). Should
+   * it not be, the count below reckons one one-shot call a collective, as before. */
   const shm_mbox_t *own = mbox_of(s, s->me, first);
   uint32_t seq = atomic_load_explicit(&own->ready, memory_order_relaxed) == first
                      ? own->hdr.seq

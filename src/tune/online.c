@@ -132,11 +132,11 @@ static tutti_online_slot_t *slot_for(tutti_online_t *o, const tutti_tune_query_t
  * CPUs, 1 MiB, slowest rank a call, one-shot after the chain 336-524 us, after itself 188-271,
  * the chain 165-408 either way; in turns of one call each, the chain won the trials in fresh
  * jobs where one-shot runs 1.3-1.5x faster. */
-static int turn_len(int reps) { return reps >= 2 ? 2 : 1; }
+int tutti__online_turn(int reps) { return reps >= 2 ? 2 : 1; }
 
 /* In a re-check: 0 if the current call is the pick's, 1 if the challenger's. */
 static int recheck_side(const tutti_online_slot_t *s) {
-  return (2 * s->reps - s->checking) / turn_len(s->reps) % 2;
+  return (2 * s->reps - s->checking) / tutti__online_turn(s->reps) % 2;
 }
 
 int tutti__online_tick(tutti_online_slot_t *s) {
@@ -179,7 +179,7 @@ const tutti_algo_t *tutti__online_pick(struct tutti_comm *comm, const tutti_tune
    * order the pick (deterministic) ran first and lost its one trial to the slower ring in 2
    * of 3 jobs. n = 2, 16 MiB all-reduce: the ring's first call after cma's first took
    * 3.7-3.9 ms, after Rabenseifner's (37 ms of scratch growth) 2.4-2.5, else 2.2-2.4. */
-  int turn = (s->done - 1) / turn_len(s->trial_reps);
+  int turn = (s->done - 1) / tutti__online_turn(s->trial_reps);
   o->running_cand = s->done == 0 ? -1 : s->ncand - 1 - turn % s->ncand;
   return o->running_cand < 0 ? s->cand[0] : s->cand[o->running_cand];
 }

@@ -105,6 +105,8 @@ int tutti__online_check_reps(const struct tutti_tune_query *q, double pred_s);
  * TUTTI_ONLINE_CROWDED_REPS below 16 MiB where a host has more ranks than CPUs (online.c),
  * never more than TUTTI_ONLINE_MAX_REPS. */
 int tutti__online_trial_reps(const struct tutti_tune_query *q, double pred_s);
+/* Calls in a row of one candidate, in trials and re-checks of reps calls a candidate. */
+int tutti__online_turn(int reps);
 
 /* The algorithm for a call of q that the model picked as model_pick: the agreed one where
  * q's size is settled (*settled set), else the candidate whose trial or re-check this call is

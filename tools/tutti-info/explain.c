@@ -182,7 +182,7 @@ int tutti_info_explain(int argc, char **argv) {
              "calls on, the pick and the next other candidate alternate for %d calls, and a "
              "challenger that is faster by as much takes over if it is again %d calls later "
              "(re-checks twice as far apart each time)\n",
-             trials >= 2 ? 2 : 1, trials >= 2 ? "s" : "", trials,
+             tutti__online_turn(trials), tutti__online_turn(trials) > 1 ? "s" : "", trials,
              trials > reps ? " (more ranks than CPUs: more trials)"
              : trials > tutti__online_reps(q.bytes) ? " (short calls: more trials)" : "",
              pick->name, 100 * TUTTI_ONLINE_MARGIN, TUTTI_ONLINE_RECHECK, 2 * reps,
