@@ -192,8 +192,9 @@ void tutti__online_timed(struct tutti_comm *comm, int64_t ns, int64_t first_ns) 
   int c = o->running_cand;
   double t = (double)ns * 1e-9, f = (double)first_ns * 1e-9, *best = NULL, *best_f = NULL;
   if (s->checking) {
-    best = &s->fresh_s[recheck_side(s)];
-    best_f = &s->fresh_f[recheck_side(s)];
+    int side = recheck_side(s);
+    best = &s->fresh_s[side];
+    best_f = &s->fresh_f[side];
   } else if (c >= 0) {
     best = &s->best_s[c];
     best_f = &s->best_f[c];
