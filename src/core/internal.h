@@ -90,6 +90,7 @@ typedef struct tutti_config {
   double spin_us;         /* TUTTI_SPIN_US: busy-wait before sleeping */
   int report_signal;      /* TUTTI_REPORT_SIGNAL: SIGUSR1 logs the wait report */
   int cma;                /* TUTTI_CMA: single-copy reads from peers allowed */
+  int asym_fence;         /* TUTTI_MEMBARRIER: one-shot posts without a full fence */
   tutti_tune_rule_t tune[TUTTI_TUNE_MAX_RULES]; /* TUTTI_TUNE, parsed (algo/tuner.c) */
   int ntune;
   int deterministic;      /* TUTTI_DETERMINISTIC: reductions fold ranks in rank order */

@@ -39,6 +39,16 @@
  * returned the root's data (a root that lost the pending check returned success for all
  * QCALLS calls).
  *
+ *   ahead_check wake
+ *
+ * Sleeping readers woken by one-shot posts: the root naps WAKE_NAP_US (far past the readers'
+ * spin) before each of WAKE_CALLS small broadcasts, so every reader is asleep on its doorbell
+ * when the post comes, and the post's ring must wake it (a post that published its flag
+ * without a full fence relies on the sleeper's membarrier: mbox.c's mbox_post). A reduce to
+ * the root follows each, so the root cannot run ahead of a reader it failed to wake. A missed
+ * ring leaves a reader asleep for its whole 100 ms slice: the run (~0.5 s) must end within
+ * WAKE_LIMIT_S, which every ring lost would exceed 4-fold. Every call's data is checked.
+ *
  * Broadcasts up to 1 MiB and small reduces are forced one-shot (TUTTI_TUNE, unless set).
  */
 #include <stdint.h>
@@ -114,6 +124,51 @@ static int ahead(tutti_comm_t c, int r, int n) {
     }
   }
   return bad;
+}
+
+enum { WAKE_CALLS = 200, WAKE_NAP_US = 2000 };
+#define WAKE_LIMIT_S 5.0
+
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static int wake(tutti_comm_t c, int r, int n) {
+  uint32_t x[2], y[2];
+  double t0 = now_s(), worst = 0;
+  for (uint32_t k = 0; k < WAKE_CALLS; k++) {
+    if (r == 0) nap(WAKE_NAP_US);
+    x[0] = val(k, 0, r);
+    x[1] = val(k, 1, r);
+    y[0] = y[1] = 0;
+    double t = now_s();
+    tutti_result_t res = tutti_broadcast(x, y, 2, TUTTI_UINT32, 0, c);
+    if (now_s() - t > worst) worst = now_s() - t;
+    uint32_t sum = 0, want = 0;
+    for (int q = 0; q < n; q++) want += val(k, 0, q);
+    if (res == TUTTI_SUCCESS) res = tutti_reduce(x, &sum, 1, TUTTI_UINT32, TUTTI_SUM, 0, c);
+    if (res != TUTTI_SUCCESS) {
+      printf("ahead_check wake rank %d: call %u: %s: %s\n", r, k, tutti_result_string(res),
+             tutti_comm_last_error(c));
+      return 1;
+    }
+    if (y[0] != val(k, 0, 0) || y[1] != val(k, 1, 0) || (r == 0 && sum != want)) {
+      printf("ahead_check wake rank %d: FAIL: call %u: %u %u (sum %u), want %u %u (%u)\n", r, k,
+             y[0], y[1], sum, val(k, 0, 0), val(k, 1, 0), want);
+      return 1;
+    }
+  }
+  double total = now_s() - t0;
+  printf("ahead_check wake rank %d: %d calls in %.3f s, the longest %.1f ms\n", r, WAKE_CALLS,
+         total, worst * 1e3);
+  if (total > WAKE_LIMIT_S) {
+    printf("ahead_check wake rank %d: FAIL: %.3f s, more than %.1f s: rings were lost\n", r,
+           total, WAKE_LIMIT_S);
+    return 1;
+  }
+  return 0;
 }
 
 /* Rank 1 names root 1, the others root 0 (in a broadcast of count elements); then (queue) a
@@ -214,6 +269,8 @@ int main(int argc, char **argv) {
   tutti_comm_size(c, &n);
   if (!strcmp(argv[1], "ahead"))
     bad = ahead(c, r, n);
+  else if (!strcmp(argv[1], "wake"))
+    bad = wake(c, r, n);
   else if (!strcmp(argv[1], "mismatch_repeat") || !strcmp(argv[1], "mismatch_then_queue"))
     bad = n < 2 ? 2 : mismatch(c, r, !strcmp(argv[1], "mismatch_repeat"), 2);
   else if (!strcmp(argv[1], "mismatch_big_then_queue"))
