@@ -63,19 +63,23 @@ tutti_result_t tutti__oneshot_reduce_scatter(struct tutti_comm *comm,
 
 tutti_result_t tutti__oneshot_allgather(struct tutti_comm *comm, const tutti_coll_args_t *a) {
   int n = comm->nranks;
-  size_t block = a->count * a->esize;
-  char *out = a->recvbuf;
-  TRY(start(comm, a, a->sendbuf, block, block * (size_t)n));
-  /* In place the own block already sits at its offset; otherwise it is copied from the user's
-   * buffer, which is as close as the mailbox. */
-  if (a->sendbuf != out + (size_t)comm->rank * block)
-    memcpy(out + (size_t)comm->rank * block, a->sendbuf, block);
-  for (int k = 0; k < n; k++) {
-    if (k == comm->rank) continue;
-    const char *p;
-    TRY(tutti__mbox_get(comm, k, a->deadline, &p));
-    memcpy(out + (size_t)k * block, p, block);
-  }
+  size_t block = a->count * a->esize, cap = tutti__mbox_capacity(comm), off = 0;
+  char *out = a->recvbuf, *own = out + (size_t)comm->rank * block;
+  const char *in = a->sendbuf;
+  do {
+    size_t piece = block - off < cap ? block - off : cap;
+    TRY(start(comm, a, in + off, piece, block * (size_t)n));
+    /* In place the own block already sits at its offset; otherwise it is copied from the
+     * user's buffer, which is as close as the mailbox. */
+    if (in != own) memcpy(own + off, in + off, piece);
+    for (int k = 0; k < n; k++) {
+      if (k == comm->rank) continue;
+      const char *p;
+      TRY(tutti__mbox_get(comm, k, a->deadline, &p));
+      memcpy(out + (size_t)k * block + off, p, piece);
+    }
+    off += piece;
+  } while (off < block);
   return TUTTI_SUCCESS;
 }
 

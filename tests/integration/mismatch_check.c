@@ -14,6 +14,13 @@
  * reports the disagreement itself must name both roots. A reduce's roots (ranks 0 and 1,
  * which wait) must fail in the call itself; every other rank in the call or, where it could
  * finish before the other root started the call, in its next call.
+ *
+ *   mismatch_check allgather_count BYTES
+ *
+ * an all-gather of BYTES bytes a rank where rank 1 sends one element more (any number of
+ * ranks; with TUTTI_ALGO=oneshot past a mailbox it goes in pieces, one one-shot call each):
+ * every rank must fail with TUTTI_ERR_INVALID_USAGE in the call, well before the deadline,
+ * and write nothing past the output its own count gives.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,7 +95,43 @@ static int rooted(const char *kind, size_t bytes, int tcp) {
   return ok ? 0 : 1;
 }
 
+static int allgather_count(size_t bytes) {
+  tutti_comm_t c;
+  int r, n;
+  if (tutti_comm_init_env(&c) != TUTTI_SUCCESS) return 1;
+  tutti_comm_rank(c, &r);
+  tutti_comm_size(c, &n);
+  size_t count = bytes / 4 + (r == 1), out = count * 4 * (size_t)n, slack = 4096;
+  float *x = malloc(count * sizeof *x);
+  unsigned char *y = malloc(out + slack);
+  if (!x || !y) return 1;
+  for (size_t i = 0; i < count; i++) x[i] = (float)(r + 1);
+  memset(y, GUARD, out + slack);
+  double t0 = now();
+  tutti_result_t res = tutti_allgather(x, y, count, TUTTI_FLOAT32, c);
+  double dt = now() - t0;
+  printf("mismatch_check allgather_count %zu rank %d (count %zu): %s after %.3f s: %s\n", bytes,
+         r, count, tutti_result_string(res), dt, tutti_comm_last_error(c));
+  int ok = res == TUTTI_ERR_INVALID_USAGE && dt < 5.0;
+  for (size_t i = out; i < out + slack && ok; i++)
+    if (y[i] != GUARD) {
+      printf("mismatch_check allgather_count rank %d: FAIL: byte %zu past the output written\n",
+             r, i);
+      ok = 0;
+    }
+  if (res != TUTTI_ERR_INVALID_USAGE)
+    printf("mismatch_check allgather_count rank %d: FAIL: expected invalid usage\n", r);
+  tutti_comm_destroy(c);
+  free(x);
+  free(y);
+  printf("mismatch_check allgather_count %zu rank %d of %d: %s\n", bytes, r, n,
+         ok ? "PASS" : "FAIL");
+  return ok ? 0 : 1;
+}
+
 int main(int argc, char **argv) {
+  if (argc == 3 && !strcmp(argv[1], "allgather_count"))
+    return allgather_count(strtoull(argv[2], NULL, 0));
   if (argc == 3) {
     const char *t = getenv("TUTTI_TRANSPORT");
     return rooted(argv[1], strtoull(argv[2], NULL, 0), t && !strcmp(t, "tcp"));
