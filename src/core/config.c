@@ -38,10 +38,11 @@ static const tutti_config_var_t config_vars[] = {
     {"TUTTI_CMA", "1", "1: ranks of one host read each other's buffers directly "
                        "(process_vm_readv) where the kernel allows it; 0: always copy through "
                        "shared-memory queues"},
-    {"TUTTI_MEMBARRIER", "1", "1: where every rank of a host can register for the kernel's "
-                              "expedited global memory barrier, one-shot posts publish with a "
-                              "plain store and a rank about to sleep issues the barrier; 0: "
-                              "every post is a sequentially consistent store"},
+    {"TUTTI_MEMBARRIER", "1", "1: where a host's ranks do not outnumber its CPUs and every "
+                              "one can register for the kernel's expedited global memory "
+                              "barrier, one-shot posts publish with a plain store and a rank "
+                              "about to sleep on a post issues the barrier; 0: every post is a "
+                              "sequentially consistent store"},
     {"TUTTI_REPORT_SIGNAL", "1", "1: SIGUSR1 logs what each communicator waits for (only if the "
                                  "program has no SIGUSR1 handler of its own); 0: leave SIGUSR1 alone"},
     {"TUTTI_TUNE", "", "algorithm per collective and size range, overriding the cost model, "

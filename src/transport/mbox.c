@@ -87,7 +87,7 @@ static int doorbell_ready(void *ctx) {
 
 static void doorbell_sleep(shm_transport_t *s, const tutti_cond_t *c, int slice_ms) {
   doorbell_ctx_t d = {s, c};
-  (void)tutti__shm_sleep(s, doorbell_ready, &d, slice_ms);
+  (void)tutti__shm_sleep(s, 1, doorbell_ready, &d, slice_ms);
 }
 
 /* Waiting for local rank li's post of a call (progress.c's wait loop, tutti__wait_cond). */

@@ -58,22 +58,27 @@ void tutti__shm_ring(shm_slot_t *slot, int always) {
  * announcement, makes every CPU running a registered process pass a full barrier: a poster
  * whose load came before that barrier had its flag visible by the time this returns (the
  * recheck sees it); one whose load came after sees the announcement. A sleep pays a few
- * microseconds for it, against the round trip every post paid with a sequentially
- * consistent store (n = 4 on 2 CPUs, 8-byte broadcast: 0.63 against 0.44 us a call, medians
- * of 5 alternating runs). */
+ * microseconds for it (an interrupt to every CPU running a registered process, which on a
+ * VM exits to the host), against the round trip every post paid with a sequentially
+ * consistent store (n = 2, 8-byte broadcast: 0.133 against 0.149 us a call, medians of 4
+ * alternating runs). Only where ranks do not outnumber CPUs: there ranks spin before they
+ * sleep, while ranks that take turns sleep at nearly every wait, and a barrier each time
+ * cost far more than the posts gained (n = 4 on 2 CPUs, bench-peers: 64 KiB all-reduce
+ * 120 us a call against 41.5 in the run before). */
 static int fence_register(void) {
   long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
   return cmds > 0 && (cmds & MEMBARRIER_CMD_GLOBAL_EXPEDITED) &&
          syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) == 0;
 }
 
-int tutti__shm_sleep(shm_transport_t *s, int (*ready)(void *), void *ctx, int timeout_ms) {
+int tutti__shm_sleep(shm_transport_t *s, int fence, int (*ready)(void *), void *ctx,
+                     int timeout_ms) {
   shm_slot_t *slot = &s->slots[s->me];
   uint32_t bell = atomic_load(&slot->doorbell);
   atomic_store(&slot->sleeping, 1);
   /* Registered at init by every local rank, so it cannot fail but for a kernel that takes
    * it back; then a post can be missed only for the rest of this slice. */
-  if (s->asym_fence) (void)syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0);
+  if (fence && s->asym_fence) (void)syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0);
   int got = ready(ctx) ? 1 : -1;
   if (got < 0 && timeout_ms > 0) {
     struct timespec ts = {timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000};
@@ -283,7 +288,9 @@ static tutti_result_t shm_block(tutti_transport_t *t, const tutti_want_t *wants,
                                 int timeout_ms) {
   shm_transport_t *s = (shm_transport_t *)t;
   block_ctx_t b = {s, wants, nwants};
-  int got = tutti__shm_sleep(s, block_ready, &b, timeout_ms);
+  /* Queue writers publish with full barriers (tutti__shm_ring's bump of the bell): no
+   * membarrier for a wait on the queues. */
+  int got = tutti__shm_sleep(s, 0, block_ready, &b, timeout_ms);
   TRY(tutti__shm_check_failed(s));
   /* Not woken by a peer: it may be gone. */
   if (got < 0) TRY(tutti__shm_check_alive(s, wants, nwants));
@@ -365,7 +372,7 @@ static tutti_result_t cma_check(shm_transport_t *s, int64_t deadline) {
   shm_slot_t *mine = &s->slots[s->me];
   s->probe_word = 0x746d6170ull ^ (uint64_t)getpid();
   mine->probe_addr = (uint64_t)(uintptr_t)&s->probe_word;
-  mine->membarrier = (uint32_t)(comm->cfg.asym_fence && fence_register());
+  mine->membarrier = (uint32_t)(comm->cfg.asym_fence && !comm->oversubscribed && fence_register());
   atomic_store_explicit(&mine->cma_state, CMA_PUBLISHED, memory_order_release);
   TRY(cma_wait_all(s, CMA_PUBLISHED, deadline));
   int ok = comm->cfg.cma;

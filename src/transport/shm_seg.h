@@ -61,8 +61,8 @@ typedef struct shm_slot {
   uint64_t probe_addr;
   _Atomic uint32_t cma_state;
   /* Set before cma_state's CMA_PUBLISHED: 1 if this process registered for the expedited
-   * global memory barrier (shm.c's fence_register), which one-shot posts rely on where
-   * every local rank did. */
+   * global memory barrier (shm.c's fence_register) and does not share CPUs with more local
+   * ranks than there are; one-shot posts rely on it where every local rank did. */
   uint32_t membarrier;
   /* The last CALL_DEPTH collectives this rank started, call k at k % CALL_DEPTH, each a
    * seqlock: seq (0 while being written), then the fingerprint in two words. Peers read them
@@ -154,7 +154,8 @@ typedef struct shm_transport {
   /* Last: placed after mverify, it moved the fields the one-shot path reads per call, and
    * the 8-byte all-reduce at n = 2 ran 6% slower (12 alternating runs; here, within 1%). */
   uint8_t *mbig_mapped; /* per local index: 1 once this rank touched its big mailboxes */
-  /* 1 where every local rank registered for membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED): a
+  /* 1 where ranks do not outnumber CPUs and every local rank registered for
+   * membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED): a
    * one-shot post then publishes its flag with a plain release store and a sleeper pays
    * for the ordering of its announcement against it (tutti__shm_sleep); 0: the post's
    * store is sequentially consistent. */
@@ -202,11 +203,13 @@ long tutti__shm_futex(_Atomic uint32_t *addr, int op, uint32_t val, const struct
 /* Wakes slot's rank if it announced sleep (once a sleep); `always`: bump its bell even if not. */
 void tutti__shm_ring(shm_slot_t *slot, int always);
 /* Sleeps on this rank's slot until ready(ctx) holds, a waker rings it or timeout_ms pass:
- * reads the bell, announces sleep (then, with s->asym_fence, a global memory barrier), checks
- * ready, then waits for the bell to change (the order tutti__shm_ring's wake-up relies on).
- * 1: ready without sleeping; 0: woken by a ring; -1: not woken by one (the slice ran out, the
- * bell had moved already, or timeout_ms is 0). */
-int tutti__shm_sleep(shm_transport_t *s, int (*ready)(void *), void *ctx, int timeout_ms);
+ * reads the bell, announces sleep (then, with fence and s->asym_fence, a global memory
+ * barrier: fence for waits on one-shot posts), checks ready, then waits for the bell to
+ * change (the order tutti__shm_ring's wake-up relies on). 1: ready without sleeping; 0: woken
+ * by a ring; -1: not woken by one (the slice ran out, the bell had moved already, or
+ * timeout_ms is 0). */
+int tutti__shm_sleep(shm_transport_t *s, int fence, int (*ready)(void *), void *ctx,
+                     int timeout_ms);
 /* The failure another local rank published, as this rank's error; success if none. */
 tutti_result_t tutti__shm_check_failed(shm_transport_t *s);
 /* Copies the first len unread bytes of the queue from local rank li without consuming them;
