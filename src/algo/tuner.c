@@ -359,6 +359,14 @@ static os_params_t oneshot_params(const tutti_tune_query_t *q) {
   return o;
 }
 
+/* A message in k mailbox-sized pieces: past one piece the user's buffers may be out of
+ * cache, so neither the post's nor a reader's copy is faster than floor. */
+static void piece_floor(double k, double floor, os_params_t *o) {
+  if (k <= 1) return;
+  if (o->beta_post < floor) o->beta_post = floor;
+  if (o->beta_peer < floor) o->beta_peer = floor;
+}
+
 double tutti__cost_oneshot(const tutti_tune_query_t *q, const tutti_cost_params_t *c) {
   double n = q->nranks, m = (double)q->bytes;
   os_params_t o = oneshot_params(q);
@@ -378,12 +386,10 @@ double tutti__cost_oneshot(const tutti_tune_query_t *q, const tutti_cost_params_
      * pieces 220-248 us, recursive doubling 1103-1397, the ring 1422-1734 (the model gave
      * them 352 and 409); n = 4: 112-124 against 289-349 and 363-546. */
     double blk = m / n, k = q->mbox_bytes ? chunks(blk, (double)q->mbox_bytes) : 1;
-    double bp = o.beta_post, br = o.beta_peer, floor = c->beta_copy;
-    double crowd = crowding(q), mem = MEASURED(q->model, copy_mem_bps, 0);
+    double floor = c->beta_copy, crowd = crowding(q), mem = MEASURED(q->model, copy_mem_bps, 0);
     if (crowd > 1 && mem > 0) floor = crowd / mem;
-    if (k > 1 && bp < floor) bp = floor;
-    if (k > 1 && br < floor) br = floor;
-    return k * (o.alpha + (n - 1) * o.peer) + blk * bp + (n - 1) * blk * br;
+    piece_floor(k, floor, &o);
+    return k * (o.alpha + (n - 1) * o.peer) + blk * o.beta_post + (n - 1) * blk * o.beta_peer;
   }
   case TUTTI_COLL_BROADCAST: {
     /* In mailbox-sized pieces (oneshot.c): the root's post of one overlaps the readers' copy
@@ -394,10 +400,9 @@ double tutti__cost_oneshot(const tutti_tune_query_t *q, const tutti_cost_params_
      * pieces ahead. (Charged a wake-up a piece, the model had the chain ahead at n = 4 on 2
      * CPUs from 1 MiB on, where the pieces ran 1.3-1.5x faster.) */
     double cap = q->mbox_bytes ? (double)q->mbox_bytes : m, piece = m < cap ? m : cap;
-    double k = chunks(m, cap), bp = o.beta_post, br = o.beta_peer;
-    if (k > 1 && bp < c->beta_copy) bp = c->beta_copy;
-    if (k > 1 && br < c->beta_copy) br = c->beta_copy;
-    double post = piece * bp, read = piece * br;
+    double k = chunks(m, cap);
+    piece_floor(k, c->beta_copy, &o);
+    double post = piece * o.beta_post, read = piece * o.beta_peer;
     return o.wake + k * (o.alpha - o.wake + (n - 1) * o.peer) +
            (k - 1) * (post > read ? post : read) + post + read;
   }

@@ -155,10 +155,9 @@ typedef struct shm_transport {
    * the 8-byte all-reduce at n = 2 ran 6% slower (12 alternating runs; here, within 1%). */
   uint8_t *mbig_mapped; /* per local index: 1 once this rank touched its big mailboxes */
   /* 1 where ranks do not outnumber CPUs and every local rank registered for
-   * membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED): a
-   * one-shot post then publishes its flag with a plain release store and a sleeper pays
-   * for the ordering of its announcement against it (tutti__shm_sleep); 0: the post's
-   * store is sequentially consistent. */
+   * membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED): a one-shot post then publishes its flag
+   * with a plain release store and a sleeper pays for the ordering of its announcement
+   * against it (tutti__shm_sleep); 0: the post's store is sequentially consistent. */
   int asym_fence;
 } shm_transport_t;
 
