@@ -4,6 +4,8 @@
  * timed calls each; the call that ends the last trial ends with an exchange of every rank's
  * fastest time per candidate (the maximum over the ranks), and the smallest maximum wins if
  * it is more than TUTTI_ONLINE_MARGIN below the model's pick's (else the model's pick stays).
+ * Where a candidate has more than one turn, the same exchange after every candidate's first
+ * turn drops those TUTTI_ONLINE_PRUNE behind the fastest.
  * Fewer timed calls at large sizes: a 16 MiB call is long enough that one time ranks the
  * candidates, and a benchmark or a training loop warms up with only a handful of calls.
  * Re-checks (online.h) run the pick and one other candidate in alternation, timed alike.
@@ -123,6 +125,12 @@ static tutti_online_slot_t *slot_for(tutti_online_t *o, const tutti_tune_query_t
   s->trial_reps = tutti__online_trial_reps(q, pred);
   s->ncand = tutti__online_candidates(q, model_pick, s->cand);
   if (s->ncand < 2) s->pick = model_pick;
+  /* The trials in two schedules where the first turns leave trials to drop (online.h:
+   * TUTTI_ONLINE_PRUNE), else in one; the warm-up call comes first. */
+  int turn = tutti__online_turn(s->trial_reps);
+  s->start = 1;
+  s->pruned = s->trial_reps <= turn;
+  s->sched = s->ncand * (s->pruned ? s->trial_reps : turn);
   return s;
 }
 
@@ -156,6 +164,14 @@ tutti_online_slot_t *tutti__online_settled(struct tutti_comm *comm, int coll, si
   return s && s->pick ? s : NULL;
 }
 
+/* The candidates still in the trials, in the model's order (into act); their number. */
+static int active(const tutti_online_slot_t *s, int *act) {
+  int k = 0;
+  for (int i = 0; i < s->ncand; i++)
+    if (!(s->dropped >> i & 1)) act[k++] = i;
+  return k;
+}
+
 const tutti_algo_t *tutti__online_pick(struct tutti_comm *comm, const tutti_tune_query_t *q,
                                        const tutti_algo_t *model_pick, int *settled) {
   tutti_online_t *o = &comm->online;
@@ -179,8 +195,9 @@ const tutti_algo_t *tutti__online_pick(struct tutti_comm *comm, const tutti_tune
    * order the pick (deterministic) ran first and lost its one trial to the slower ring in 2
    * of 3 jobs. n = 2, 16 MiB all-reduce: the ring's first call after cma's first took
    * 3.7-3.9 ms, after Rabenseifner's (37 ms of scratch growth) 2.4-2.5, else 2.2-2.4. */
-  int turn = (s->done - 1) / tutti__online_turn(s->trial_reps);
-  o->running_cand = s->done == 0 ? -1 : s->ncand - 1 - turn % s->ncand;
+  int turn = (s->done - s->start) / tutti__online_turn(s->trial_reps), act[TUTTI_ONLINE_MAX_CAND];
+  int nact = active(s, act);
+  o->running_cand = s->done == 0 ? -1 : act[nact - 1 - turn % nact];
   return o->running_cand < 0 ? s->cand[0] : s->cand[o->running_cand];
 }
 
@@ -205,7 +222,11 @@ void tutti__online_timed(struct tutti_comm *comm, int64_t ns, int64_t first_ns) 
     *best = t;
     *best_f = f;
   }
-  if (s->checking ? --s->checking == 0 : ++s->done == 1 + s->ncand * s->trial_reps) o->due = s;
+  if (s->checking) {
+    if (--s->checking == 0) o->due = s;
+    return;
+  }
+  if (++s->done - s->start == s->sched) o->due = s;
 }
 
 /* The element-wise maximum of every rank's v (k doubles) on every rank: a binomial tree up
@@ -273,7 +294,29 @@ tutti_result_t tutti__online_agree(struct tutti_comm *comm) {
   /* The incumbent (the model's pick in the trials, the pick in a re-check) is beaten only by
    * a time more than TUTTI_ONLINE_MARGIN below its own. */
   const double beat = 1.0 - TUTTI_ONLINE_MARGIN;
-  int best = 0;
+  int best = 0, act[TUTTI_ONLINE_MAX_CAND] = {0}, nact = 0;
+  if (!recheck && !s->pruned) { /* every candidate's first turn: drop the far slower */
+    double fastest = 0;
+    for (int i = 0; i < k; i++)
+      if (t[i] > 0 && (fastest == 0 || t[i] < fastest)) fastest = t[i];
+    for (int i = 0; i < k && fastest > 0; i++)
+      if (t[i] > TUTTI_ONLINE_PRUNE * fastest) s->dropped |= 1u << i;
+    s->pruned = 1;
+    nact = active(s, act);
+    if (nact > 1) {
+      s->start = s->done;
+      s->sched = nact * (s->trial_reps - tutti__online_turn(s->trial_reps));
+      for (int i = 0; i < k; i++)
+        if (s->dropped >> i & 1)
+          INFO("tune", comm->rank, "online selection: %s of %zu bytes tries %s no more "
+                "(slowest rank's best call %.1f us, the fastest candidate's %.1f us)",
+                tutti__coll_name((tutti_coll_t)s->coll), s->bytes, s->cand[i]->name,
+                t[i] * 1e6, fastest * 1e6);
+      return TUTTI_SUCCESS;
+    }
+  } else if (!recheck) {
+    nact = active(s, act);
+  }
   if (recheck) {
     int won = t[1] < beat * t[0];
     if (won && !s->confirm) { /* once is not enough: the same pair again, soon */
@@ -283,9 +326,10 @@ tutti_result_t tutti__online_agree(struct tutti_comm *comm) {
     }
     s->confirm = 0;
     best = won ? s->recheck_i : s->pick_i;
-  } else {
-    for (int i = 1; i < s->ncand; i++)
-      if (t[i] < beat * t[0] && t[i] < t[best]) best = i;
+  } else { /* the first candidate left in the model's order is the incumbent */
+    best = act[0];
+    for (int j = 1; j < nact; j++)
+      if (t[act[j]] < beat * t[act[0]] && t[act[j]] < t[best]) best = act[j];
   }
   /* The next re-check twice as far off as the last (the first: TUTTI_ONLINE_RECHECK). */
   s->gap = !recheck ? TUTTI_ONLINE_RECHECK
@@ -308,8 +352,8 @@ tutti_result_t tutti__online_agree(struct tutti_comm *comm) {
   char line[256];
   int len = 0;
   for (int i = 0; i < s->ncand && len >= 0 && (size_t)len < sizeof line; i++)
-    len += snprintf(line + len, sizeof line - (size_t)len, "%s%s %.1f us", i ? ", " : "",
-                    s->cand[i]->name, t[i] * 1e6);
+    len += snprintf(line + len, sizeof line - (size_t)len, "%s%s %.1f us%s", i ? ", " : "",
+                    s->cand[i]->name, t[i] * 1e6, s->dropped >> i & 1 ? " (one turn)" : "");
   INFO("tune", comm->rank, "online selection: %s of %zu bytes runs %s (the model's pick: %s; "
        "slowest rank's best trial: %s)", name, s->bytes, s->pick->name, s->cand[0]->name, line);
   return TUTTI_SUCCESS;

@@ -59,6 +59,17 @@ struct tutti_tune_query;
  * candidate (and per side of a re-check), at most TUTTI_ONLINE_MAX_REPS calls (online.c). */
 #define TUTTI_ONLINE_TRIAL_US 50.0
 #define TUTTI_ONLINE_MAX_REPS 16
+/* After every candidate's first turn the ranks agree on the times so far, and a candidate
+ * whose time is more than this factor above the fastest's runs no more trials (if one is
+ * left, the size settles then). Where ranks outnumber CPUs the trials are many and the
+ * losers several times slower: n = 8 on 2 CPUs, 1 MiB all-gather, 8 calls each of recursive
+ * doubling, the ring and cma at 1100-1700 us a call against one-shot's 250-320, about 30
+ * ms of trials where a benchmark times a dozen calls. The factor is the one that keeps a
+ * candidate out of the trials by the model's prediction (online.c's CAND_FACTOR): a turn is
+ * the faster of two calls, and an unlucky one can be twice as slow as the steady state where
+ * ranks take turns on CPUs; dropping a candidate that would have won costs every later call
+ * until a re-check finds it, so the factor leaves those alone. */
+#define TUTTI_ONLINE_PRUNE 3.0
 
 typedef struct tutti_online_slot {
   int coll;
@@ -67,6 +78,9 @@ typedef struct tutti_online_slot {
   int trial_reps; /* each candidate runs trial_reps timed calls (in turns), after one warm-up */
   int reps;       /* and each side of a re-check reps */
   int done;        /* calls of this size so far (the warm-up, then the trials) */
+  int start, sched; /* the running schedule of turns: its first call (a value of done), calls */
+  int pruned;       /* 0 while the schedule is the candidates' first turns (online.c) */
+  unsigned dropped; /* bit i: cand[i] runs no more trials (re-checks still challenge it) */
   const struct tutti_algo *cand[TUTTI_ONLINE_MAX_CAND]; /* the model's order */
   /* This rank's fastest trial of each (the least time less first use), its time, and the
    * part of it that mapped memory in for the first time (comm->first_use_ns). */
@@ -131,7 +145,8 @@ void tutti__online_timed(struct tutti_comm *comm, int64_t ns, int64_t first_ns);
 /* At the end of a call (its number still current): where it was the last trial of its size,
  * the ranks agree on the fastest candidate (each candidate's time: the maximum of the trial
  * times over the ranks less the maximum of their first-use times, exchanged in the call's
- * name) and settle the size. */
+ * name) and settle the size; where it ended every candidate's first turn, they agree on the
+ * times so far and drop the candidates TUTTI_ONLINE_PRUNE behind. */
 tutti_result_t tutti__online_agree(struct tutti_comm *comm);
 
 #endif

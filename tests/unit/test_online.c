@@ -23,6 +23,8 @@
 typedef struct seen {
   int rc, ok;
   int ncand, reps, trial_reps, used;
+  unsigned dropped;     /* the candidates the first turns dropped (bits) */
+  int settled_at;       /* the call of the first settled select, -1 if none */
   int oneshot_last;     /* settled sizes whose last trial ran one-shot */
   char ran[CALLS][24];  /* the algorithm of each call */
   char cand[TUTTI_ONLINE_MAX_CAND][24];
@@ -38,6 +40,31 @@ typedef struct {
   body_fn body;
   seen_t *seen;
 } job_t;
+
+/* Calls of a size before it settles: the warm-up, every candidate's first turn (two calls
+ * where it has more than one trial), then the rest of the trials of those the first turns
+ * left (online.h: TUTTI_ONLINE_PRUNE), none where one is left. */
+static int turn_len(int trial_reps) { return trial_reps >= 2 ? 2 : 1; }
+static int active_count(int ncand, unsigned dropped) {
+  int k = 0;
+  for (int i = 0; i < ncand; i++) k += !(dropped >> i & 1);
+  return k;
+}
+static int trial_calls(int ncand, int trial_reps, unsigned dropped) {
+  int tl = turn_len(trial_reps), left = active_count(ncand, dropped);
+  if (trial_reps <= tl) return 1 + ncand * trial_reps;
+  return 1 + ncand * tl + (left > 1 ? left * (trial_reps - tl) : 0);
+}
+
+/* The candidate of trial call c (c >= 1, before the size settles): turns in the model's
+ * order reversed, all candidates first, then those left. */
+static int trial_cand(int ncand, int trial_reps, unsigned dropped, int c) {
+  int tl = turn_len(trial_reps), first = 1 + ncand * tl, act[TUTTI_ONLINE_MAX_CAND], k = 0;
+  if (c < first || trial_reps <= tl) return ncand - 1 - (c - 1) / tl % ncand;
+  for (int i = 0; i < ncand; i++)
+    if (!(dropped >> i & 1)) act[k++] = i;
+  return act[k - 1 - (c - first) / tl % k];
+}
 
 static void rank_main(const tutti_unique_id_t *id, int r, void *arg) {
   const job_t *job = arg;
@@ -60,6 +87,7 @@ static void rank_main(const tutti_unique_id_t *id, int r, void *arg) {
     out->ncand = s->ncand;
     out->reps = s->reps;
     out->trial_reps = s->trial_reps;
+    out->dropped = s->dropped;
     for (int i = 0; i < s->ncand; i++) snprintf(out->cand[i], 24, "%s", s->cand[i]->name);
     if (s->pick) snprintf(out->pick, 24, "%s", s->pick->name);
   }
@@ -114,16 +142,17 @@ TEST(trials_in_turn_then_one_pick_everywhere) {
     ASSERT_EQ(s[r].trial_reps, s[r].reps); /* the fallback model knows no CPU count: not crowded */
     ASSERT(s[r].pick[0]);
     ASSERT_STR_EQ(s[r].pick, s[0].pick);
-    int calls = 1 + s[r].ncand * s[r].trial_reps, known = 0;
+    ASSERT_EQ(s[r].dropped, s[0].dropped);
+    int calls = trial_calls(s[r].ncand, s[r].trial_reps, s[r].dropped), known = 0;
     ASSERT(calls + 8 <= CALLS);
     /* A warm-up of the model's pick, then the candidates in turns of two calls (reps >= 3
-     * here), reps each, in the model's order reversed (its pick last), then the pick for 8
-     * calls (the loop's own selects tick too: its re-check comes after half of
-     * TUTTI_ONLINE_RECHECK settled calls). */
+     * here) in the model's order reversed (its pick last), first one turn each, then the
+     * rest of the trials of those left, then the pick for 8 calls (the loop's own selects
+     * tick too: its re-check comes after half of TUTTI_ONLINE_RECHECK settled calls). */
     for (int c = 0; c < calls + 8; c++) {
-      int turn = (c - 1) / 2;
       const char *want = c == 0      ? s[r].cand[0]
-                         : c < calls ? s[r].cand[s[r].ncand - 1 - turn % s[r].ncand]
+                         : c < calls ? s[r].cand[trial_cand(s[r].ncand, s[r].trial_reps,
+                                                            s[r].dropped, c)]
                                      : s[r].pick;
       ASSERT_STR_EQ(s[r].ran[c], want);
       ASSERT_STR_EQ(s[r].ran[c], s[0].ran[c]);
@@ -311,6 +340,55 @@ TEST(a_challenger_must_beat_the_model_by_the_margin) {
   }
 }
 
+/* TUTTI_ONLINE_PRUNE: candidate 0 takes 100 us a trial; with `two_close`, candidate 1 110
+ * us; every other one 3.5x the fastest (more than the factor) on rank 1 only, 100 us on the
+ * others (the slowest rank's time decides). The far slower ones run their first turn only;
+ * where one candidate is left the size settles right after the first turns. */
+static int two_close;
+static void prune_trials(tutti_comm_t comm, int r, seen_t *out) {
+  static int64_t x[COUNT];
+  tutti_online_t *o = &comm->online;
+  out->ok = 1;
+  out->settled_at = -1;
+  for (int c = 0; c < CALLS && out->ok; c++) {
+    tutti_coll_args_t a = allreduce_args(x);
+    const tutti_algo_t *algo = tutti__algo_select(comm, &a);
+    snprintf(out->ran[c], 24, "%s", algo->name);
+    if (!o->running) {
+      out->settled_at = c;
+      break;
+    }
+    int cand = o->running_cand < 0 ? 0 : o->running_cand;
+    double us = cand == 0                ? 100
+                : cand == 1 && two_close ? 110
+                : r == 1                 ? 3.5 * 100
+                                         : 100;
+    tutti__online_timed(comm, (int64_t)(us * 1e3), 0);
+    if (tutti__online_agree(comm) != TUTTI_SUCCESS) out->ok = 0;
+  }
+}
+
+TEST(far_slower_candidates_stop_after_their_first_turn) {
+  ASSERT(3.5 > TUTTI_ONLINE_PRUNE && 1.1 < TUTTI_ONLINE_PRUNE);
+  for (two_close = 0; two_close < 2; two_close++) {
+    seen_t *s = run((const char *const[]){NULL}, prune_trials);
+    for (int r = 0; r < N; r++) {
+      ASSERT_EQ(s[r].rc, TUTTI_SUCCESS);
+      ASSERT(s[r].ok);
+      ASSERT(s[r].ncand >= 3 && s[r].trial_reps > 2);
+      unsigned want = ((1u << s[r].ncand) - 1) & ~(two_close ? 3u : 1u);
+      ASSERT_EQ(s[r].dropped, want);
+      int calls = 1 + 2 * s[r].ncand + (two_close ? 2 * (s[r].trial_reps - 2) : 0);
+      ASSERT_EQ(trial_calls(s[r].ncand, s[r].trial_reps, want), calls);
+      ASSERT_EQ(s[r].settled_at, calls);
+      for (int c = 1 + 2 * s[r].ncand; c < calls; c++) /* only 0 and 1 after the first turns */
+        ASSERT(!strcmp(s[r].ran[c], s[r].cand[0]) || !strcmp(s[r].ran[c], s[r].cand[1]));
+      for (int c = 0; c <= calls; c++) ASSERT_STR_EQ(s[r].ran[c], s[0].ran[c]);
+      ASSERT_STR_EQ(s[r].pick, s[r].cand[0]);
+    }
+  }
+}
+
 /* Rank 2 dies where the others agree on the trials (its process exits once its timed calls
  * are done): they get TUTTI_ERR_REMOTE, and the error names the dead rank and the call the
  * agreement follows, the call it fails (core/error.c), as a job's fault reports must. */
@@ -387,11 +465,14 @@ static void fake_rechecks(tutti_comm_t comm, int r, seen_t *out, int steady) {
   out->ncand = s->ncand;
   out->reps = s->reps;
   out->trial_reps = s->trial_reps;
-  int k = 1 + s->ncand * s->trial_reps, gap = TUTTI_ONLINE_RECHECK, rc = 2 * s->reps;
+  /* Every candidate but 0 is 10x slower in the trials: dropped after the first turns. */
+  if (s->dropped != (1u << s->ncand) - 2) out->ok = 0;
+  int k = trial_calls(s->ncand, s->trial_reps, s->dropped), gap = TUTTI_ONLINE_RECHECK;
+  int rc = 2 * s->reps;
   int r1 = k + gap - 1, c1 = r1 + rc + TUTTI_ONLINE_CONFIRM - 1, r2 = c1 + rc + 2 * gap - 1;
   int pick = steady ? -3 : -2, pick_i = steady ? 1 : 0;
   /* Turns of two calls of one candidate where it has more than one (online.c). */
-  int tl = s->trial_reps >= 2 ? 2 : 1, rl = s->reps >= 2 ? 2 : 1;
+  int rl = s->reps >= 2 ? 2 : 1;
   /* The next challenger in the model's order after 1, skipping the pick. */
   int next = s->ncand > 2 ? 2 : steady ? 0 : 1;
   /* Trials, gap - 1 settled calls on candidate 0, the re-check (0, 1, 0, 1, ... in turns of
@@ -401,7 +482,7 @@ static void fake_rechecks(tutti_comm_t comm, int r, seen_t *out, int steady) {
   for (int c = 0; c < RECHECK_CALLS && out->ok; c++) {
     int want;
     if (c < k) /* the warm-up, then turns in the model's order reversed */
-      want = c == 0 ? 0 : s->ncand - 1 - (c - 1) / tl % s->ncand;
+      want = c == 0 ? 0 : trial_cand(s->ncand, s->trial_reps, s->dropped, c);
     else if (c < r1) want = -2;
     else if (c < r1 + rc) want = (c - r1) / rl % 2;
     else if (c < c1) want = -2;

@@ -174,17 +174,21 @@ int tutti_info_explain(int argc, char **argv) {
     double pred = tutti__tune_predict(pick, &q);
     int reps = tutti__online_check_reps(&q, pred), trials = tutti__online_trial_reps(&q, pred);
     if (k > 1) {
-      printf("online selection (TUTTI_TUNE_ONLINE=1): a job's first %d calls of this size run "
-             "%s once, then", 1 + k * trials, pick->name);
+      int turn = tutti__online_turn(trials);
+      printf("online selection (TUTTI_TUNE_ONLINE=1): a job's first %d calls of this size%s "
+             "run %s once, then", 1 + k * trials, trials > turn ? " (at most)" : "", pick->name);
       for (int i = 0; i < k; i++) printf("%s %s", i ? "," : "", cand[i]->name);
-      printf(" in turns of %d call%s from the last listed to the first, %d each%s, and keep the "
-             "fastest by the slowest rank's time if it beats %s's by more than %.0f%%; then, %d "
-             "calls on, the pick and the next other candidate alternate for %d calls, and a "
-             "challenger that is faster by as much takes over if it is again %d calls later "
-             "(re-checks twice as far apart each time)\n",
-             tutti__online_turn(trials), tutti__online_turn(trials) > 1 ? "s" : "", trials,
+      printf(" in turns of %d call%s from the last listed to the first, %d each%s,", turn,
+             turn > 1 ? "s" : "", trials,
              trials > reps ? " (more ranks than CPUs: more trials)"
-             : trials > tutti__online_reps(q.bytes) ? " (short calls: more trials)" : "",
+             : trials > tutti__online_reps(q.bytes) ? " (short calls: more trials)" : "");
+      if (trials > turn)
+        printf(" dropping after the first turns those more than %.1fx slower than the fastest "
+               "(settling there if one is left),", TUTTI_ONLINE_PRUNE);
+      printf(" and keep the fastest by the slowest rank's time if it beats %s's by more than "
+             "%.0f%%; then, %d calls on, the pick and the next other candidate alternate for %d "
+             "calls, and a challenger that is faster by as much takes over if it is again %d "
+             "calls later (re-checks twice as far apart each time)\n",
              pick->name, 100 * TUTTI_ONLINE_MARGIN, TUTTI_ONLINE_RECHECK, 2 * reps,
              TUTTI_ONLINE_CONFIRM);
     }
