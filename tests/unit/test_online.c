@@ -44,14 +44,13 @@ typedef struct {
 /* Calls of a size before it settles: the warm-up, every candidate's first turn (two calls
  * where it has more than one trial), then the rest of the trials of those the first turns
  * left (online.h: TUTTI_ONLINE_PRUNE), none where one is left. */
-static int turn_len(int trial_reps) { return trial_reps >= 2 ? 2 : 1; }
 static int active_count(int ncand, unsigned dropped) {
   int k = 0;
   for (int i = 0; i < ncand; i++) k += !(dropped >> i & 1);
   return k;
 }
 static int trial_calls(int ncand, int trial_reps, unsigned dropped) {
-  int tl = turn_len(trial_reps), left = active_count(ncand, dropped);
+  int tl = tutti__online_turn(trial_reps), left = active_count(ncand, dropped);
   if (trial_reps <= tl) return 1 + ncand * trial_reps;
   return 1 + ncand * tl + (left > 1 ? left * (trial_reps - tl) : 0);
 }
@@ -59,7 +58,7 @@ static int trial_calls(int ncand, int trial_reps, unsigned dropped) {
 /* The candidate of trial call c (c >= 1, before the size settles): turns in the model's
  * order reversed, all candidates first, then those left. */
 static int trial_cand(int ncand, int trial_reps, unsigned dropped, int c) {
-  int tl = turn_len(trial_reps), first = 1 + ncand * tl, act[TUTTI_ONLINE_MAX_CAND], k = 0;
+  int tl = tutti__online_turn(trial_reps), first = 1 + ncand * tl, act[TUTTI_ONLINE_MAX_CAND], k = 0;
   if (c < first || trial_reps <= tl) return ncand - 1 - (c - 1) / tl % ncand;
   for (int i = 0; i < ncand; i++)
     if (!(dropped >> i & 1)) act[k++] = i;
