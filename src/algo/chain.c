@@ -34,7 +34,7 @@ tutti_result_t tutti__chain_broadcast(struct tutti_comm *comm, const tutti_coll_
       TRY(tutti__sendq_post(comm, &q, slot, next, src, len));
     }
     /* The root's own copy runs while its chunk is on the way. */
-    if (is_root && out != in) memcpy(out + off, in + off, len);
+    if (is_root && out != in) tutti__copy(out + off, in + off, len, comm->recv_nt);
   }
   return tutti__sendq_drain(comm, &q, a->deadline);
 }
