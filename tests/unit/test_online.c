@@ -58,7 +58,8 @@ static int trial_calls(int ncand, int trial_reps, unsigned dropped) {
 /* The candidate of trial call c (c >= 1, before the size settles): turns in the model's
  * order reversed, all candidates first, then those left. */
 static int trial_cand(int ncand, int trial_reps, unsigned dropped, int c) {
-  int tl = tutti__online_turn(trial_reps), first = 1 + ncand * tl, act[TUTTI_ONLINE_MAX_CAND], k = 0;
+  int tl = tutti__online_turn(trial_reps), first = 1 + ncand * tl;
+  int act[TUTTI_ONLINE_MAX_CAND], k = 0;
   if (c < first || trial_reps <= tl) return ncand - 1 - (c - 1) / tl % ncand;
   for (int i = 0; i < ncand; i++)
     if (!(dropped >> i & 1)) act[k++] = i;
