@@ -203,7 +203,7 @@ double tutti__cost_rd(const tutti_tune_query_t *q, const tutti_cost_params_t *c)
     return log2_floor(q->nranks) *
                (c->alpha + unpipelined(q, m) * m * (c->beta_copy + c->beta_reduce)) +
            fold_cost(q, c, m);
-  case TUTTI_COLL_ALLGATHER:
+  case TUTTI_COLL_ALLGATHER: {
     /* Bruck: ceil(log2 n) steps, (n-1)/n of the result received. No UNPIPELINED factor:
      * blocks are received straight into their final places and nothing is combined, so no
      * byte is written to memory and read back (the n = 2 and 4 sweep of tuner_0557 had it
@@ -213,11 +213,10 @@ double tutti__cost_rd(const tutti_tune_query_t *q, const tutti_cost_params_t *c)
      * charged one alpha a step, it was predicted 8.5 ms at n = 4 on 2 CPUs, 64 MiB, where it
      * ran 16-18 ms like the ring (17-19), and the model picked it over one-shot (12-13 ms)
      * in every bench-tuner table of session 23 (bench/results/2026-12-07-s24). */
-    {
-      double pieces = chunks((n - 1) / n * m, (double)q->chunk_bytes);
-      double steps = log2_ceil(q->nranks);
-      return (pieces > steps ? pieces : steps) * c->alpha + (n - 1) / n * m * c->beta_copy;
-    }
+    double got = (n - 1) / n * m, pieces = chunks(got, (double)q->chunk_bytes);
+    double steps = log2_ceil(q->nranks);
+    return (pieces > steps ? pieces : steps) * c->alpha + got * c->beta_copy;
+  }
   default: return -1;
   }
 }

@@ -62,8 +62,9 @@ TEST(model_matches_the_formulas) {
 /* What the model charges counts what the algorithms do: Bruck's all-gather combines nothing
  * and receives blocks in place, so whole-block messages above a chunk cost no extra pass over
  * memory (the 1.5x of the reductions), but they travel in chunk-sized pieces, each a message
- * (as the ring's chunks), not one message a step; the deterministic algorithm has a cost (the ring's
- * bytes, its own piece copied into a slot, n/2 steps a chunk and n-1 to spread the blocks). */
+ * (as the ring's chunks), not one message a step; the deterministic algorithm has a cost (the
+ * ring's bytes, its own piece copied into a slot, n/2 steps a chunk and n-1 to spread the
+ * blocks). */
 TEST(model_counts_what_algorithms_do) {
   const tutti_cost_params_t *c = tutti__cost_params(0);
   double m = 4 << 20, n = 4, C = 262144;
