@@ -368,6 +368,38 @@ TEST(cma_counts_the_own_copy) {
   ASSERT(close_to(tutti__tune_predict(algo("cma"), &q), want));
 }
 
+/* A one-shot all-gather past a mailbox: its post and each peer's read copy every byte once at
+ * memory speed (the user's buffers are out of cache), not at a queue byte's two copies; where
+ * ranks take turns, each CPU copies for its ranks one after the other. */
+TEST(oneshot_pieces_copy_once_from_memory) {
+  tutti_model_t md = {0};
+  md.have = 1;
+  md.copy_cached_bps = 40e9;
+  md.copy_mem_bps = 10e9;
+  md.xcore_bps = 30e9;
+  md.handoff_s = 0.5e-6;
+  md.wake_s = 8e-6;
+  md.cpus = 2;
+  double m = 16 << 20, n = 2, blk = m / n, mbox = 65536, k = ceil(blk / mbox);
+  tutti_tune_query_t q = query(TUTTI_COLL_ALLGATHER, (size_t)m, 2, 0);
+  q.model = &md;
+  q.max_local = 2;
+  q.mbox_bytes = (size_t)mbox;
+  double alpha = md.handoff_s, peer = md.handoff_s / 2, beta = 1 / md.copy_mem_bps;
+  double want = k * (alpha + (n - 1) * peer) + blk * beta + (n - 1) * blk * beta;
+  ASSERT(close_to(tutti__tune_predict(algo("oneshot"), &q), want));
+  /* Within one mailbox the copies run at cache and cross-core speed. */
+  q.bytes = (size_t)mbox;
+  want = alpha + (n - 1) * peer + mbox / n / md.copy_cached_bps + (n - 1) * mbox / n / md.xcore_bps;
+  ASSERT(close_to(tutti__tune_predict(algo("oneshot"), &q), want));
+  /* Two ranks on one CPU: each copy twice as long, and each piece a wake-up. */
+  md.cpus = 1;
+  q.bytes = (size_t)m;
+  alpha += md.wake_s;
+  want = k * (alpha + (n - 1) * peer) + blk * 2 * beta + (n - 1) * blk * 2 * beta;
+  ASSERT(close_to(tutti__tune_predict(algo("oneshot"), &q), want));
+}
+
 /* A tree broadcast's inner ranks send each chunk to both children; at n = 2 the root has one
  * child, and the tree is the chain (one send per chunk), not twice its cost. */
 TEST(tree_broadcast_counts_its_children) {
