@@ -34,7 +34,7 @@ tutti_result_t tutti__submit(struct tutti_comm *comm, const char *api, const tut
       WARN("coll", -1, "%s: the communicator is NULL", name);                               \
       return TUTTI_ERR_INVALID_ARGUMENT;                                                    \
     }                                                                                       \
-    (comm)->op_name = name;                                                                 \
+    TUTTI_SET_OP((comm), name);                                                             \
   } while (0)
 
 #define TUTTI_ARGS(kind, ...) ((tutti_coll_args_t){.coll = (kind), __VA_ARGS__})

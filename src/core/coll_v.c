@@ -211,7 +211,7 @@ static size_t *uniform(tutti_comm_t comm, size_t count) {
       WARN("coll", -1, "%s: the communicator is NULL", api);                                \
       return TUTTI_ERR_INVALID_ARGUMENT;                                                    \
     }                                                                                       \
-    (comm)->op_name = api;                                                                  \
+    TUTTI_SET_OP((comm), api);                                                              \
     TRY(tutti__check_size(comm, count, (size_t)(comm)->nranks));                            \
     size_t *u = uniform(comm, count);                                                       \
     if (!u) return tutti__error(comm, TUTTI_ERR_SYSTEM, "out of memory");                   \

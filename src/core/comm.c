@@ -210,7 +210,7 @@ tutti_result_t tutti__comm_alloc(int nranks, int rank, const char *op,
   comm->retired_fd = -1;
   comm->rank = rank;
   comm->nranks = nranks;
-  comm->op_name = op;
+  TUTTI_SET_OP(comm, op);
   comm->peers = calloc((size_t)nranks, sizeof *comm->peers);
   comm->wants = calloc((size_t)nranks, sizeof *comm->wants);
   comm->active = calloc((size_t)nranks, sizeof *comm->active);
@@ -255,7 +255,7 @@ tutti_result_t tutti__comm_create(tutti_comm_t *out, int nranks, int rank, uint3
    * a launched job's rank 0 may start its rendezvous after the others try. */
   TRY_GOTO(comm_build(comm, ip, port, secret, wait_for_root), res, fail);
   tutti__forensics_attach(comm);
-  comm->op_name = NULL;
+  TUTTI_SET_OP(comm, NULL);
   *out = comm;
   return TUTTI_SUCCESS;
 fail:
@@ -372,13 +372,13 @@ tutti_result_t tutti_comm_abort(tutti_comm_t comm) {
 tutti_result_t tutti_comm_set_timeout(tutti_comm_t comm, double seconds) {
   if (!comm) return TUTTI_ERR_INVALID_ARGUMENT;
   if (!(seconds > 0) || seconds > 1e9) {
-    comm->op_name = "tutti_comm_set_timeout";
+    TUTTI_SET_OP(comm, "tutti_comm_set_timeout");
     return tutti__error(comm, TUTTI_ERR_INVALID_ARGUMENT, "timeout %g is not a positive number "
                         "of seconds", seconds);
   }
   /* The progress thread reads the timeout while it runs a request. */
   if (!tutti__engine_idle(comm)) {
-    comm->op_name = "tutti_comm_set_timeout";
+    TUTTI_SET_OP(comm, "tutti_comm_set_timeout");
     return tutti__error_soft(comm, TUTTI_ERR_INVALID_USAGE, "requests of this communicator are "
                              "still in flight; wait for them (or test them done) first");
   }

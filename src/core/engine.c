@@ -485,7 +485,7 @@ static tutti_result_t launch_group(struct tutti_comm *comm, struct tutti_request
  * communicators, so that no request of the group silently never runs. */
 static tutti_result_t fail_ungrouped(struct tutti_request *rest) {
   for (struct tutti_request *m = rest; m; m = m->next) {
-    m->comm->op_name = "tutti_group_end";
+    TUTTI_SET_OP(m->comm, "tutti_group_end");
     tutti__error(m->comm, TUTTI_ERR_SYSTEM, "out of memory grouping the calls of a group; "
                  "its call %s did not run", m->task.api ? m->task.api : "");
   }

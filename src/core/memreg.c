@@ -67,7 +67,7 @@ static struct tutti_memreg *memreg_get(struct tutti_comm *comm) {
 tutti_result_t tutti_mem_alloc(tutti_comm_t comm, size_t bytes, void **ptr) {
   if (!comm || !ptr) return TUTTI_ERR_INVALID_ARGUMENT;
   *ptr = NULL;
-  comm->op_name = "tutti_mem_alloc";
+  TUTTI_SET_OP(comm, "tutti_mem_alloc");
   if (bytes == 0)
     return tutti__error_soft(comm, TUTTI_ERR_INVALID_ARGUMENT, "cannot register 0 bytes");
   struct tutti_memreg *mr = memreg_get(comm);
@@ -107,7 +107,7 @@ tutti_result_t tutti_mem_alloc(tutti_comm_t comm, size_t bytes, void **ptr) {
 tutti_result_t tutti_mem_free(tutti_comm_t comm, void *ptr) {
   if (!comm) return TUTTI_ERR_INVALID_ARGUMENT;
   if (!ptr) return TUTTI_SUCCESS;
-  comm->op_name = "tutti_mem_free";
+  TUTTI_SET_OP(comm, "tutti_mem_free");
   struct tutti_memreg *mr = atomic_load(&comm->memreg);
   struct region *reg = NULL;
   if (mr) {

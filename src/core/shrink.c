@@ -510,7 +510,7 @@ static tutti_result_t find_leader(tutti_comm_t comm, int64_t deadline, tutti_com
 
 static tutti_result_t shrink(tutti_comm_t comm, tutti_comm_t *newcomm) {
   *newcomm = NULL;
-  comm->op_name = op_name;
+  TUTTI_SET_OP(comm, op_name);
   if (comm->listen_fd < 0)
     return tutti__error_soft(comm, TUTTI_ERR_INVALID_USAGE, "this communicator was shrunk "
                              "already (its listener belongs to the new one): shrink that one");

@@ -38,7 +38,7 @@ static tutti_result_t split_fail(struct tutti_comm *comm, const char *op, tutti_
   va_start(ap, fmt);
   vsnprintf(reason, sizeof reason, fmt, ap);
   va_end(ap);
-  comm->op_name = op;
+  TUTTI_SET_OP(comm, op);
   return tutti__error(comm, res, "%s", reason);
 }
 

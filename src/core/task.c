@@ -30,13 +30,14 @@ static uint32_t p2p_tag(uint32_t n) { return 0x80000000u | (n & 0x7fffffffu); }
 tutti_result_t tutti__p2p_post(struct tutti_comm *comm, const tutti_task_t *t, tutti_xfer_t *x,
                                int64_t *deadline) {
   const tutti_coll_args_t *a = &t->a;
-  comm->op_name = t->api;
+  TUTTI_SET_OP(comm, t->api);
   TRY(usable(comm));
   tutti_peer_t *p = &comm->peers[a->coll == TUTTI_COLL_SEND ? a->peer : comm->rank];
   size_t bytes = a->count * tutti__dtype_size(a->dtype);
   /* Both ends describe the pair the same way, so a size or dtype mismatch is caught; the
    * user's tag travels in the root field (transport.h, matched receives). */
-  comm->fp = (tutti_fingerprint_t){TUTTI_COLL_SEND, (uint8_t)a->dtype, 0, 0, a->tag, a->count};
+  tutti__fp_store(&comm->fp, (tutti_fingerprint_t){TUTTI_COLL_SEND, (uint8_t)a->dtype, 0, 0,
+                                                   a->tag, a->count});
   *deadline = tutti__deadline_after(comm->cfg.timeout_s);
   /* Point-to-point messages count per ordered pair and carry the point-to-point bit, so they
    * can never be taken for a collective's message (whose tag is the collective sequence
@@ -100,7 +101,7 @@ static tutti_result_t run_algorithm(struct tutti_comm *comm, tutti_coll_args_t *
 }
 
 tutti_result_t tutti__task_run(struct tutti_comm *comm, tutti_task_t *t) {
-  comm->op_name = t->api;
+  TUTTI_SET_OP(comm, t->api);
   TRY(usable(comm));
   /* The task is this run's own (the caller's or its request's), so the call fills in its
    * element size and deadline there, not in a copy (copying it costs more than a copy of
@@ -121,9 +122,9 @@ tutti_result_t tutti__task_run(struct tutti_comm *comm, tutti_task_t *t) {
     comm->seq++;
     const tutti_coll_info_t *info = &tutti__colls[a->coll];
     int v = info->variable, rooted = info->rooted, reduces = info->reduces;
-    comm->fp = (tutti_fingerprint_t){(uint8_t)a->coll, (uint8_t)a->dtype,
-                                     (uint8_t)(reduces ? a->op : 0), 0, rooted ? a->root : 0,
-                                     v ? 0 : a->count};
+    tutti__fp_store(&comm->fp, (tutti_fingerprint_t){(uint8_t)a->coll, (uint8_t)a->dtype,
+                                                     (uint8_t)(reduces ? a->op : 0), 0,
+                                                     rooted ? a->root : 0, v ? 0 : a->count});
     if (!v && a->count == 0 && a->coll != TUTTI_COLL_BARRIER) return TUTTI_SUCCESS;
     void *scaled = NULL;
     res = TUTTI_SUCCESS;

@@ -15,7 +15,7 @@ static tutti_userop_t *find(struct tutti_comm *comm, tutti_op_t op) {
 tutti_result_t tutti_op_create_premul_sum(tutti_op_t *op, const void *scalar, tutti_dtype_t dtype,
                                           tutti_comm_t comm) {
   if (!comm) return TUTTI_ERR_INVALID_ARGUMENT;
-  comm->op_name = "tutti_op_create_premul_sum";
+  TUTTI_SET_OP(comm, "tutti_op_create_premul_sum");
   if (!op || !scalar)
     return tutti__error(comm, TUTTI_ERR_INVALID_ARGUMENT, "%s is NULL", op ? "scalar" : "op");
   if (!tutti__dtype_valid((int)dtype))
@@ -40,7 +40,7 @@ tutti_result_t tutti_op_create_premul_sum(tutti_op_t *op, const void *scalar, tu
 
 tutti_result_t tutti_op_destroy(tutti_op_t op, tutti_comm_t comm) {
   if (!comm) return TUTTI_ERR_INVALID_ARGUMENT;
-  comm->op_name = "tutti_op_destroy";
+  TUTTI_SET_OP(comm, "tutti_op_destroy");
   tutti_userop_t *u = find(comm, op);
   if (!u)
     return tutti__error(comm, TUTTI_ERR_INVALID_ARGUMENT, "op %d was not created on this "

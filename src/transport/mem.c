@@ -537,7 +537,7 @@ static tutti_result_t make_rank(mem_group_t *g, int r, const tutti_config_t *cfg
     comm->peers[p].tp = p == r ? NULL : &t->base;
   }
   tutti__forensics_attach(comm);
-  comm->op_name = NULL;
+  TUTTI_SET_OP(comm, NULL);
   *out = comm;
   return TUTTI_SUCCESS;
 }
