@@ -390,9 +390,9 @@ double tutti__cost_oneshot(const tutti_tune_query_t *q, const tutti_cost_params_
      * user's buffers may be out of cache, so the post and each read are one copy from memory
      * (not a queue byte's two: that put them at 1.54x what they ran at n = 2, 16-64 MiB);
      * where ranks take turns, each CPU copies for its k ranks one after the other, and the
-     * queues' figure (two cores copying at once) undercounts that. Measured at n = 8 on 2 CPUs, 1 MiB: the
-     * pieces 220-248 us, recursive doubling 1103-1397, the ring 1422-1734 (the model gave
-     * them 352 and 409); n = 4: 112-124 against 289-349 and 363-546. */
+     * queues' figure (two cores copying at once) undercounts that. Measured at n = 8 on 2
+     * CPUs, 1 MiB: the pieces 220-248 us, recursive doubling 1103-1397, the ring 1422-1734
+     * (the model gave them 352 and 409); n = 4: 112-124 against 289-349 and 363-546. */
     double blk = m / n, k = q->mbox_bytes ? chunks(blk, (double)q->mbox_bytes) : 1;
     double floor = c->beta_copy / 2, mem = MEASURED(q->model, copy_mem_bps, 0);
     if (mem > 0) floor = crowding(q) / mem;
