@@ -18,6 +18,7 @@ cell) with pick, its forced time over the best, and each algorithm's predicted /
 largest measured / predicted time.
 """
 import argparse
+import functools
 import os
 import re
 import subprocess
@@ -59,18 +60,17 @@ def tables(text):
     return {k: v for k, v in out.items() if v}
 
 
-def explain(info, tune_file, coll, size, n, memo={}):
-    key = (tune_file, coll, size, n)
-    if key not in memo:
-        env = dict(os.environ)
-        if tune_file:
-            env["TUTTI_TUNE_FILE"] = tune_file
-        out = subprocess.run([info, "--explain", coll, str(size), n, "shm"], env=env,
-                             capture_output=True, text=True).stdout
-        pick = re.search(r"pick: (\S+)", out).group(1)
-        preds = {a: float(p) for a, p in re.findall(r"^\s+(\w+)\s+([\d.]+)$", out, re.M)}
-        memo[key] = (pick, preds)
-    return memo[key]
+@functools.lru_cache(maxsize=None)
+def explain(info, tune_file, coll, size, n):
+    """The model's pick and every candidate's predicted time (us) for one cell."""
+    env = dict(os.environ)
+    if tune_file:
+        env["TUTTI_TUNE_FILE"] = tune_file
+    out = subprocess.run([info, "--explain", coll, str(size), n, "shm"], env=env,
+                         capture_output=True, text=True).stdout
+    pick = re.search(r"pick: (\S+)", out).group(1)
+    preds = {a: float(p) for a, p in re.findall(r"^\s+(\w+)\s+([\d.]+)$", out, re.M)}
+    return pick, preds
 
 
 def main():
