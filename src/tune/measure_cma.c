@@ -14,6 +14,18 @@
  * faulting in ordinary pages costs about a millisecond per MiB under load. Two threads of one
  * process stand in for two ranks (measure_sync.c says why). A pass is timed in the thread's
  * CPU time (the kernel's copy included), as measure.c's are.
+ *
+ * Each timed pass reads a source that only one untimed pass has read before. The same 1 MiB
+ * read again and again through the kernel runs faster pass after pass although flushed from
+ * the caches (whatever per-page state the kernel's walk leaves warm, it stays warm for 256
+ * pages, not for the thousands of a large buffer), and a source's first read is the slowest:
+ * on a 2-vCPU EPYC VM (2026-12-07), 2 readers, passes 2-12 over one 1 MiB source ran 5-6, then
+ * 9.4-11.7 GB/s each, over a 16 or 32 MiB source 5.3-8.9; every pass over a fresh 1 MiB source
+ * 2.8-3.7; the second pass over each of 4 sources in turn 3.8-5.9. The host cache kept the best of three jobs' figures, 10.9 GB/s, where the
+ * cma algorithms moved 5.8 GB/s a rank at 64 MiB (all-gather in place, n = 2), and the model
+ * then picked cma over the ring in most cells from 16 MiB where the ring ran 1.3-1.6x faster
+ * (scored offline over sessions 23-25's bench-tuner tables: 62% of 320 picks within 10% of
+ * the best forced time at 10.9 GB/s, 90% at any figure from 3.5 to 9).
  */
 #include <pthread.h>
 #include <sched.h>
@@ -61,7 +73,7 @@ int64_t tutti__measure_cpu_ns(void) {
 
 /* One reader: its buffers, and the time of each pass (-1: not run). */
 typedef struct reader {
-  char *src, *dst;
+  char *src[PASSES], *dst; /* pass k reads src[k] */
   size_t bytes;
   double s[PASSES];
 } reader_t;
@@ -85,8 +97,8 @@ static void *map_plain(size_t bytes) {
 }
 
 /* One pass of reader r: seconds, or -1 when the kernel refused. */
-static double pass(reader_t *r) {
-  struct iovec l = {r->dst, r->bytes}, s = {r->src, r->bytes};
+static double pass(reader_t *r, int k) {
+  struct iovec l = {r->dst, r->bytes}, s = {r->src[k], r->bytes};
   int64_t t0 = tutti__measure_cpu_ns();
   if (process_vm_readv(getpid(), &l, 1, &s, 1, 0) != (ssize_t)r->bytes) return -1;
   return (double)(tutti__measure_cpu_ns() - t0) / 1e9;
@@ -106,15 +118,21 @@ static int wait_for(cma_pair_t *p, atomic_int *w, int val, int64_t wait_ns) {
   return 0;
 }
 
+/* The untimed first read of each source. */
+static void warm(reader_t *r) {
+  for (int k = 0; k < PASSES; k++) (void)pass(r, k);
+}
+
 static void *partner(void *arg) {
   cma_pair_t *p = arg;
   tutti__measure_pin(p->cpu);
+  warm(&p->r[1]);
   for (int k = 0; k < PASSES; k++) {
-    tutti__measure_flush(p->r[1].src, p->r[1].bytes);
+    tutti__measure_flush(p->r[1].src[k], p->r[1].bytes);
     tutti__measure_flush(p->r[1].dst, p->r[1].bytes);
     atomic_store_explicit(&p->ready, k + 1, memory_order_release);
     if (wait_for(p, &p->go, k + 1, WAIT_NS)) break;
-    p->r[1].s[k] = pass(&p->r[1]);
+    p->r[1].s[k] = pass(&p->r[1], k);
   }
   atomic_store_explicit(&p->ready, PASSES + 1, memory_order_release);
   return NULL;
@@ -125,16 +143,17 @@ static void *partner(void *arg) {
 static double run_pair(cma_pair_t *p) {
   pthread_t th;
   if (pthread_create(&th, NULL, partner, p) != 0) return 0;
+  warm(&p->r[0]);
   double best = -1;
   int64_t first = 0; /* when the first pass ended */
   for (int k = 0; k < PASSES; k++) {
     if (first && tutti__now_ns() > first + BUDGET_NS) break;
     int64_t wait = first ? STALL_NS : WAIT_NS;
-    tutti__measure_flush(p->r[0].src, p->r[0].bytes);
+    tutti__measure_flush(p->r[0].src[k], p->r[0].bytes);
     tutti__measure_flush(p->r[0].dst, p->r[0].bytes);
     if (wait_for(p, &p->ready, k + 1, wait)) break;
     atomic_store_explicit(&p->go, k + 1, memory_order_release);
-    p->r[0].s[k] = pass(&p->r[0]);
+    p->r[0].s[k] = pass(&p->r[0], k);
     /* The partner reports this pass done by being ready for the next one. */
     if (wait_for(p, &p->ready, k + 2, wait)) break;
     if (!first) first = tutti__now_ns();
@@ -155,10 +174,11 @@ static double run_pair(cma_pair_t *p) {
 /* One reader alone (no second CPU): bytes per second, or 0. */
 static double run_alone(reader_t *r) {
   double best = -1;
+  warm(r);
   for (int k = 0; k < PASSES; k++) {
-    tutti__measure_flush(r->src, r->bytes);
+    tutti__measure_flush(r->src[k], r->bytes);
     tutti__measure_flush(r->dst, r->bytes);
-    double s = pass(r);
+    double s = pass(r, k);
     if (s > 0 && (best < 0 || s < best)) best = s;
   }
   return best > 0 ? (double)r->bytes / best : 0;
@@ -173,17 +193,22 @@ int tutti__measure_cma(tutti_model_t *m, char *dst0, char *dst1) {
   int nr = p->cpu >= 0 ? 2 : 1, ok = 1;
   for (int i = 0; i < nr; i++) {
     p->r[i].bytes = bytes;
-    p->r[i].src = map_plain(bytes);
     p->r[i].dst = i ? dst1 : dst0;
-    for (int k = 0; k < PASSES; k++) p->r[i].s[k] = -1;
-    ok = ok && p->r[i].src;
+    for (int k = 0; k < PASSES; k++) {
+      p->r[i].s[k] = -1;
+      p->r[i].src[k] = map_plain(bytes);
+      ok = ok && p->r[i].src[k];
+    }
   }
   double bps = 0;
   if (ok) bps = nr == 2 ? run_pair(p) : run_alone(&p->r[0]);
-  /* A partner never scheduled in time measured the neighbours: one reader's figure then. */
+  /* A partner never scheduled in time measured the neighbours: one reader's figure then
+   * (over sources the pair may have read already: a rough figure where a rough one is all
+   * this machine's load allows). */
   if (ok && bps <= 0 && nr == 2) bps = run_alone(&p->r[0]);
   for (int i = 0; i < nr; i++)
-    if (p->r[i].src) munmap(p->r[i].src, bytes);
+    for (int k = 0; k < PASSES; k++)
+      if (p->r[i].src[k]) munmap(p->r[i].src[k], bytes);
   free(p);
   if (bps <= 0) return -1;
   m->cma_bps = bps;
