@@ -47,8 +47,12 @@ typedef struct {
 /* Bytes of each receiver's buffer the root copies itself, so that the root and the receivers
  * finish together. In place every rank copies (n-1)/n of a buffer: the root 1/n of the whole
  * into each receiver. Out of place the root also copies the whole buffer into its own output,
- * but with memcpy, about 3x the kernel's copy speed here (tuner.c), which leaves time for
- * s = 2/3 m / n into each: m/3 + (n-1) s = m - s. Whole pages, so that no page is pinned by
+ * with memcpy, at c bytes a second against the kernel's copy at k: the root's m/c + (n-1)s/k
+ * equals a receiver's (m - s)/k at s = (1 - k/c) m / n, with k/c the model's measured ratio
+ * (single copy over copy from memory; where either is not measured, 1/3, the ratio on the
+ * development VM of CMA_COPY_SLOWDOWN's comment in tuner.c). A machine whose kernel copies as
+ * fast as memcpy gets s = 0, where the fixed 2/3 m / n this took before would leave the root
+ * a third behind (n = 2). Whole pages, so that no page is pinned by
  * both sides, and none below a page each, where the extra token costs more than it saves.
  * With more local ranks than cores the ranks do not run side by side: the root's writes
  * then only make every receiver wait for the root's turn on a core (one more wake-up each,
@@ -56,8 +60,13 @@ typedef struct {
 static size_t root_share(const struct tutti_comm *comm, const tutti_coll_args_t *a,
                          size_t bytes, int n) {
   if (comm->oversubscribed) return 0;
-  size_t s = a->sendbuf == a->recvbuf ? bytes / (size_t)n : bytes / 3 * 2 / (size_t)n;
-  return s & ~(size_t)4095;
+  if (a->sendbuf == a->recvbuf) return (bytes / (size_t)n) & ~(size_t)4095;
+  const tutti_model_t *m = comm->cfg.model.have ? &comm->cfg.model : NULL;
+  double kc = m && m->cma_bps > 0 && m->copy_mem_bps > 0 ? m->cma_bps / m->copy_mem_bps
+                                                          : 1.0 / 3;
+  if (!(kc < 1)) return 0;
+  double s = (1 - kc) * (double)bytes / n;
+  return (size_t)s & ~(size_t)4095;
 }
 
 static tutti_result_t bcast_root(struct tutti_comm *comm, const tutti_coll_args_t *a,
