@@ -20,12 +20,13 @@
  * the caches (whatever per-page state the kernel's walk leaves warm, it stays warm for 256
  * pages, not for the thousands of a large buffer), and a source's first read is the slowest:
  * on a 2-vCPU EPYC VM (2026-12-07), 2 readers, passes 2-12 over one 1 MiB source ran 5-6, then
- * 9.4-11.7 GB/s each, over a 16 or 32 MiB source 5.3-8.9; every pass over a fresh 1 MiB source
- * 2.8-3.7; the second pass over each of 4 sources in turn 3.8-5.9. The host cache kept the best of three jobs' figures, 10.9 GB/s, where the
- * cma algorithms moved 5.8 GB/s a rank at 64 MiB (all-gather in place, n = 2), and the model
- * then picked cma over the ring in most cells from 16 MiB where the ring ran 1.3-1.6x faster
- * (scored offline over sessions 23-25's bench-tuner tables: 62% of 320 picks within 10% of
- * the best forced time at 10.9 GB/s, 90% at any figure from 3.5 to 9).
+ * 9.4-11.7 GB/s each, over a 16 or 32 MiB source 4.0-8.9; every pass over a fresh 1 MiB source
+ * 2.8-3.7; the second pass over each of 4 sources in turn 3.7-5.9. The host cache kept the
+ * best of three jobs' figures, 10.9 GB/s, where the cma algorithms moved 5.0-6.7 GB/s a rank
+ * at 64 MiB (all-gather in place, n = 2), and the model then picked cma over the ring in most
+ * cells from 16 MiB where the ring ran 1.3-1.6x faster (scored offline over sessions 23-25's
+ * bench-tuner tables: 62% of 320 picks within 10% of the best forced time at 10.9 GB/s, 90%
+ * at any figure from 3.5 to 9).
  */
 #include <pthread.h>
 #include <sched.h>

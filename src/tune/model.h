@@ -18,8 +18,8 @@
 /* What the measured figures mean (part of the host cache's key): raised whenever a figure
  * is measured differently, so caches of older builds are measured again. 2: single copy
  * from ordinary pages out of cache. 3: copy and reduce from memory over flushed buffers of
- * 4x L2 (measure.c). 4: the CPUs online (the cost of more ranks than CPUs). 5: single copy
- * from sources never read through the kernel before (measure_cma.c). */
+ * 4x L2 (measure.c). 4: the CPUs online (the cost of more ranks than CPUs). 5: the single
+ * copy's timed passes each from its own source, read once untimed first (measure_cma.c). */
 #define TUTTI_MEASURE_VERSION 5
 
 /* Where a model's numbers came from. */
