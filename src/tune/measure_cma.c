@@ -24,7 +24,7 @@
  * 2.8-3.7; the second pass over each of 4 sources in turn 3.7-5.9. The host cache kept the
  * best of three jobs' figures, 10.9 GB/s, where the cma algorithms moved 5.0-6.7 GB/s a rank
  * at 64 MiB (all-gather in place, n = 2), and the model then picked cma over the ring in most
- * cells from 16 MiB where the ring ran 1.3-1.6x faster (scored offline over sessions 23-25's
+ * cells from 16 MiB where the ring ran 1.1-1.6x faster (scored offline over sessions 23-25's
  * bench-tuner tables: 62% of 320 picks within 10% of the best forced time at 10.9 GB/s, 90%
  * at any figure from 3.5 to 9).
  */
