@@ -352,6 +352,7 @@ tutti_result_t tutti_comm_init_env(tutti_comm_t *comm) {
 
 tutti_result_t tutti_comm_destroy(tutti_comm_t comm) {
   if (!comm) return TUTTI_ERR_INVALID_ARGUMENT;
+  tutti__remember_save(comm);
   tutti__comm_free(comm);
   return TUTTI_SUCCESS;
 }

@@ -60,6 +60,11 @@ static const tutti_config_var_t config_vars[] = {
                                "slowest rank's time if " STR(TUTTI_ONLINE_MARGIN_PCT) "% faster "
                                "than the model's pick (docs/tuning.md); 0: the model's pick; "
                                "rank 0's setting holds"},
+    {"TUTTI_TUNE_REMEMBER", "1", "1: the sizes online selection settled are kept in this "
+                                 "host's cache (~/.cache/tutti/picks, by rank 0 at "
+                                 "tutti_comm_destroy), and a later job of the same shape "
+                                 "starts them settled (re-checked like any other); 0: every "
+                                 "job tries afresh; rank 0's setting holds"},
     {"TUTTI_TUNE_FILE", "", "tuning table (machine parameters and per-size algorithm rules, "
                             "docs/tuning.md) rank 0 loads at init, or saves its measurement "
                             "to if the file does not exist; tutti-tune writes one"},
@@ -189,6 +194,7 @@ tutti_result_t tutti__config_parse(tutti_config_lookup_fn get, void *ctx, tutti_
       {"TUTTI_CMA", &cfg->cma},
       {"TUTTI_MEMBARRIER", &cfg->asym_fence},
       {"TUTTI_TUNE_ONLINE", &cfg->tune_online},
+      {"TUTTI_TUNE_REMEMBER", &cfg->tune_remember},
       {"TUTTI_REPORT_SIGNAL", &cfg->report_signal},
       {"TUTTI_DETERMINISTIC", &cfg->deterministic},
   };

@@ -97,6 +97,8 @@ typedef struct tutti_config {
   int deterministic;      /* TUTTI_DETERMINISTIC: reductions fold ranks in rank order */
   int tune_online;        /* TUTTI_TUNE_ONLINE: try the model's best candidates per size;
                            * rank 0's setting after init (tune/agree.c) */
+  int tune_remember;      /* TUTTI_TUNE_REMEMBER: settled picks kept for later jobs
+                           * (tune/remember.c); rank 0's decides */
   int tune_measure;       /* TUTTI_TUNE_MEASURE: 0 fallbacks, 1 cache or measure, 2 measure */
   int tune_net;           /* TUTTI_TUNE_NET: 1 measure the link between hosts at init, 0 not */
   double net_bps, net_alpha_s; /* TUTTI_TUNE_NET=GBPS[,ALPHA_US]: given figures, else 0 */

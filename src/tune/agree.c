@@ -209,6 +209,8 @@ typedef struct wire {
   uint32_t ok;
   uint32_t len;
   uint32_t online; /* TUTTI_TUNE_ONLINE: every rank must try the same candidates */
+  uint32_t remember; /* TUTTI_TUNE_REMEMBER: and start from the same remembered picks */
+  tutti_remember_wire_t known;
   char text[8180];
 } wire_t;
 
@@ -229,6 +231,8 @@ tutti_result_t tutti__model_agree(struct tutti_comm *comm) {
   if (comm->rank == 0 && res == TUTTI_SUCCESS) {
     w->ok = own == TUTTI_SUCCESS;
     w->online = (uint32_t)comm->cfg.tune_online;
+    w->remember = (uint32_t)comm->cfg.tune_remember;
+    tutti__remember_load(comm, &w->known);
     int k = w->ok ? tutti__table_write(m, NULL, w->text, sizeof w->text)
                   : snprintf(w->text, sizeof w->text, "%s", err);
     if (k < 0) { /* cannot happen with 64 rules; refuse rather than send half */
@@ -274,6 +278,8 @@ tutti_result_t tutti__model_agree(struct tutti_comm *comm) {
   }
   if (res == TUTTI_SUCCESS) {
     comm->cfg.tune_online = (int)w->online;
+    comm->cfg.tune_remember = (int)w->remember;
+    tutti__remember_take(comm, &w->known);
     m->have = 1;
     m->from_rank = 0;
     INFO("tune", r, "tuning model of rank 0: %s; agreement %.3f s", m->origin,

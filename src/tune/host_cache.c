@@ -50,13 +50,17 @@ void tutti__host_key(char *buf, size_t len) {
            m.cpus, m.l1d_bytes, m.l2_bytes, m.l3_bytes, u.release, boot, TUTTI_MEASURE_VERSION);
 }
 
-int tutti__host_cache_path(char *buf, size_t len) {
+int tutti__host_cache_file(const char *name, char *buf, size_t len) {
   const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
   int k;
-  if (xdg && xdg[0] == '/') k = snprintf(buf, len, "%s/tutti/machine", xdg);
-  else if (home && home[0] == '/') k = snprintf(buf, len, "%s/.cache/tutti/machine", home);
+  if (xdg && xdg[0] == '/') k = snprintf(buf, len, "%s/tutti/%s", xdg, name);
+  else if (home && home[0] == '/') k = snprintf(buf, len, "%s/.cache/tutti/%s", home, name);
   else return -1;
   return k > 0 && (size_t)k < len ? 0 : -1;
+}
+
+int tutti__host_cache_path(char *buf, size_t len) {
+  return tutti__host_cache_file("machine", buf, len);
 }
 
 int tutti__host_cache_load(tutti_model_t *m) {
@@ -91,8 +95,7 @@ int tutti__host_cache_load(tutti_model_t *m) {
   return 1;
 }
 
-/* mkdir -p of the directories above path, private to the user. */
-static int make_parents(char *path) {
+int tutti__make_parents(char *path) {
   for (char *s = strchr(path + 1, '/'); s; s = strchr(s + 1, '/')) {
     *s = '\0';
     int bad = mkdir(path, 0700) != 0 && errno != EEXIST;
@@ -107,7 +110,7 @@ void tutti__host_cache_save(const tutti_model_t *m) {
   if (tutti__host_cache_path(path, sizeof path)) return;
   tutti__host_key(key, sizeof key);
   if (tutti__table_write(m, key, text, sizeof text) < 0) return;
-  if (make_parents(path) || tutti__table_store(path, text, err, sizeof err))
+  if (tutti__make_parents(path) || tutti__table_store(path, text, err, sizeof err))
     INFO("tune", -1, "cannot save the machine cache %s (%s): the next job measures again",
          path, errno ? strerror(errno) : err);
 }

@@ -174,6 +174,10 @@ void tutti__host_key(char *buf, size_t len);
 /* The cache file's path ($XDG_CACHE_HOME/tutti/machine, else ~/.cache/tutti/machine), or -1
  * when neither is known. */
 int tutti__host_cache_path(char *buf, size_t len);
+/* The same directory's file called name (online.c's remembered picks: "picks"), or -1. */
+int tutti__host_cache_file(const char *name, char *buf, size_t len);
+/* mkdir -p of the directories above path, private to the user: 0, or -1 (errno set). */
+int tutti__make_parents(char *path);
 /* Loads m from the cache file when it exists, parses and matches this host's key: 1 loaded,
  * 0 not (missing, stale or broken; broken ones are logged). */
 int tutti__host_cache_load(tutti_model_t *m);

@@ -108,7 +108,7 @@ static tutti_online_slot_t *slot_find(tutti_online_t *o, int coll, size_t bytes)
 }
 
 static tutti_online_slot_t *slot_for(tutti_online_t *o, const tutti_tune_query_t *q,
-                                     const tutti_algo_t *model_pick) {
+                                     const tutti_algo_t *model_pick, int rank) {
   tutti_online_slot_t *s = slot_find(o, (int)q->coll, q->bytes);
   if (s) return s;
   if (o->used < TUTTI_ONLINE_SLOTS) {
@@ -125,6 +125,22 @@ static tutti_online_slot_t *slot_for(tutti_online_t *o, const tutti_tune_query_t
   s->trial_reps = tutti__online_trial_reps(q, pred);
   s->ncand = tutti__online_candidates(q, model_pick, s->cand);
   if (s->ncand < 2) s->pick = model_pick;
+  for (int k = 0; k < o->nknown && !s->pick; k++) {
+    if (o->known[k].coll != s->coll || o->known[k].bytes != s->bytes) continue;
+    /* Remembered from an earlier job of this shape (remember.c): settled at once, re-checked
+     * as if its trials had just ended, if the model still counts it among the candidates. */
+    for (int i = 0; i < s->ncand; i++)
+      if (s->cand[i] == o->known[k].algo) {
+        s->pick = s->cand[i];
+        s->pick_i = i;
+        s->gap = s->until = TUTTI_ONLINE_RECHECK;
+        s->recheck_i = -1;
+        INFO("tune", rank, "online selection: %s of %zu bytes runs %s (remembered from an "
+             "earlier job of this shape; the model's pick: %s)",
+             tutti__coll_name((tutti_coll_t)s->coll), s->bytes, s->pick->name,
+             s->cand[0]->name);
+      }
+  }
   /* The trials in two schedules where the first turns leave trials to drop (online.h:
    * TUTTI_ONLINE_PRUNE), else in one; the warm-up call comes first. */
   int turn = tutti__online_turn(s->trial_reps);
@@ -175,7 +191,7 @@ static int active(const tutti_online_slot_t *s, int *act) {
 const tutti_algo_t *tutti__online_pick(struct tutti_comm *comm, const tutti_tune_query_t *q,
                                        const tutti_algo_t *model_pick, int *settled) {
   tutti_online_t *o = &comm->online;
-  tutti_online_slot_t *s = slot_for(o, q, model_pick);
+  tutti_online_slot_t *s = slot_for(o, q, model_pick, comm->rank);
   /* A settled size whose re-check is not due (a tick the pick cache made already found the
    * re-check running, and this one does not count the call again). */
   *settled = s->pick && !tutti__online_tick(s);
@@ -266,6 +282,14 @@ static tutti_result_t agree_max(struct tutti_comm *comm, double *v, int k) {
   return res;
 }
 
+int tutti__online_winner(const tutti_online_slot_t *s, const double *t) {
+  int act[TUTTI_ONLINE_MAX_CAND] = {0}, nact = active(s, act), best = act[0];
+  for (int j = 1; j < nact; j++)
+    if (t[act[j]] < (1.0 - TUTTI_ONLINE_MARGIN) * t[act[0]] && t[act[j]] < t[best])
+      best = act[j];
+  return best;
+}
+
 tutti_result_t tutti__online_agree(struct tutti_comm *comm) {
   tutti_online_t *o = &comm->online;
   tutti_online_slot_t *s = o->due;
@@ -302,6 +326,8 @@ tutti_result_t tutti__online_agree(struct tutti_comm *comm) {
     for (int i = 0; i < k && fastest > 0; i++)
       if (t[i] > TUTTI_ONLINE_PRUNE * fastest) s->dropped |= 1u << i;
     s->pruned = 1;
+    memcpy(s->first_t, t, (size_t)k * sizeof *t);
+    s->first_done = 1;
     nact = active(s, act);
     if (nact > 1) {
       s->start = s->done;
@@ -314,8 +340,6 @@ tutti_result_t tutti__online_agree(struct tutti_comm *comm) {
                 t[i] * 1e6, fastest * 1e6);
       return TUTTI_SUCCESS;
     }
-  } else if (!recheck) {
-    nact = active(s, act);
   }
   if (recheck) {
     int won = t[1] < beat * t[0];
@@ -326,10 +350,8 @@ tutti_result_t tutti__online_agree(struct tutti_comm *comm) {
     }
     s->confirm = 0;
     best = won ? s->recheck_i : s->pick_i;
-  } else { /* the first candidate left in the model's order is the incumbent */
-    best = act[0];
-    for (int j = 1; j < nact; j++)
-      if (t[act[j]] < beat * t[act[0]] && t[act[j]] < t[best]) best = act[j];
+  } else {
+    best = tutti__online_winner(s, t);
   }
   /* The next re-check twice as far off as the last (the first: TUTTI_ONLINE_RECHECK). */
   s->gap = !recheck ? TUTTI_ONLINE_RECHECK

@@ -85,6 +85,11 @@ typedef struct tutti_online_slot {
   /* This rank's fastest trial of each (the least time less first use), its time, and the
    * part of it that mapped memory in for the first time (comm->first_use_ns). */
   double best_s[TUTTI_ONLINE_MAX_CAND], best_f[TUTTI_ONLINE_MAX_CAND];
+  /* The agreed times (slowest rank's best, first use left out) after every candidate's
+   * first turn, once first_done: what a job that ends before the size settles leaves to
+   * later jobs (remember.c). */
+  double first_t[TUTTI_ONLINE_MAX_CAND];
+  int first_done;
   const struct tutti_algo *pick;        /* once agreed; NULL while trying */
   int pick_i;           /* pick's index in cand */
   int recheck_i;        /* the last re-check's challenger (the model's order, skipping pick_i) */
@@ -94,8 +99,17 @@ typedef struct tutti_online_slot {
   uint32_t gap, until;  /* settled calls between re-checks, and left before the next */
 } tutti_online_slot_t;
 
+/* A size settled by an earlier job of this shape on this host (remember.c). */
+typedef struct tutti_online_known {
+  int coll;
+  size_t bytes;
+  const struct tutti_algo *algo;
+} tutti_online_known_t;
+
 typedef struct tutti_online {
   tutti_online_slot_t slot[TUTTI_ONLINE_SLOTS];
+  tutti_online_known_t known[TUTTI_ONLINE_SLOTS]; /* rank 0's remembered picks, agreed */
+  int nknown;
   int used, evict;
   tutti_online_slot_t *running; /* the slot the running call is a trial of, or NULL */
   int running_cand;             /* its candidate, -1 for the warm-up */
@@ -130,10 +144,35 @@ const struct tutti_algo *tutti__online_pick(struct tutti_comm *comm,
                                             const struct tutti_tune_query *q,
                                             const struct tutti_algo *model_pick, int *settled);
 
+/* The winner of agreed times t (one per candidate of s): the first candidate still in the
+ * trials (the incumbent) unless another one's time is more than TUTTI_ONLINE_MARGIN below
+ * its own (then the fastest such). */
+int tutti__online_winner(const tutti_online_slot_t *s, const double *t);
+
 /* For a call of a settled size: 1 if it is part of a re-check (then tutti__online_pick runs
  * it), else 0 after counting it towards the next. Called once per call that does not start
  * or continue a re-check (algo.c's pick cache, or tutti__online_pick). */
 int tutti__online_tick(tutti_online_slot_t *s);
+
+/* ---- remember.c: settled sizes kept for later jobs (TUTTI_TUNE_REMEMBER) ----------------- */
+
+/* What rank 0 sends every rank with the model: the remembered picks of this job's shape. */
+typedef struct tutti_remember_wire {
+  uint32_t n;
+  struct {
+    uint64_t bytes;
+    uint32_t coll;
+    char algo[28];
+  } e[TUTTI_ONLINE_SLOTS];
+} tutti_remember_wire_t;
+
+/* Rank 0: the remembered picks of comm's shape from this host's file (none where
+ * TUTTI_TUNE_REMEMBER or TUTTI_TUNE_ONLINE is 0, or the file is missing or stale). */
+void tutti__remember_load(const struct tutti_comm *comm, tutti_remember_wire_t *w);
+/* Every rank: takes rank 0's list as comm's known sizes (names this build lacks skipped). */
+void tutti__remember_take(struct tutti_comm *comm, const tutti_remember_wire_t *w);
+/* Rank 0 at tutti_comm_destroy: merges comm's settled sizes into the file (best effort). */
+void tutti__remember_save(const struct tutti_comm *comm);
 
 /* The slot of coll at bytes, if it is settled (for the pick cache), else NULL. */
 tutti_online_slot_t *tutti__online_settled(struct tutti_comm *comm, int coll, size_t bytes);

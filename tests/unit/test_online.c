@@ -602,4 +602,140 @@ TEST(crowded_hosts_try_small_sizes_longer) {
   ASSERT_EQ(tutti__online_trial_reps(&q, 0), 3);
 }
 
-int main(int argc, char **argv) { return harness_main(argc, argv); }
+/* ---- Remembered picks (tune/remember.c): each test its own cache directory ---------------- */
+
+static void cache_dir(char *dir, size_t len) {
+  snprintf(dir, len, "/tmp/tutti-remember-XXXXXX");
+  if (!mkdtemp(dir)) dir[0] = '\0';
+  setenv("XDG_CACHE_HOME", dir, 1);
+}
+
+static void cache_drop(const char *dir) {
+  char p[128];
+  snprintf(p, sizeof p, "%s/tutti/picks", dir);
+  unlink(p);
+  snprintf(p, sizeof p, "%s/tutti", dir);
+  rmdir(p);
+  rmdir(dir);
+  unsetenv("XDG_CACHE_HOME");
+}
+
+/* The picks file's text ("" if none). */
+static void picks_text(const char *dir, char *buf, size_t len) {
+  char p[128];
+  snprintf(p, sizeof p, "%s/tutti/picks", dir);
+  buf[0] = '\0';
+  FILE *f = fopen(p, "r");
+  if (!f) return;
+  size_t n = fread(buf, 1, len - 1, f);
+  buf[n] = '\0';
+  fclose(f);
+}
+
+/* fake_trials until every candidate's first turn is agreed, then the job ends unsettled. */
+static void fake_first_turns(tutti_comm_t comm, int r, seen_t *out) {
+  static int64_t x[COUNT];
+  out->ok = 1;
+  for (int c = 0; c < CALLS && out->ok; c++) {
+    tutti_coll_args_t a = allreduce_args(x);
+    (void)tutti__algo_select(comm, &a);
+    tutti_online_t *o = &comm->online;
+    if (!o->running) break;
+    int cand = o->running_cand < 0 ? 0 : o->running_cand;
+    tutti__online_timed(comm, (int64_t)(fake_us(r, cand) * 1e3), 0);
+    if (tutti__online_agree(comm) != TUTTI_SUCCESS) out->ok = 0;
+    if (o->slot[0].first_done) break;
+  }
+}
+
+static const char *const remember_on[] = {"*", "TUTTI_TUNE_REMEMBER", "1", NULL};
+
+/* The first CALLS / 2 calls (before the loop's first re-check) all ran want. */
+static void assert_started_on(const seen_t *s, const char *want) {
+  for (int r = 0; r < N; r++) {
+    ASSERT_EQ(s[r].rc, TUTTI_SUCCESS);
+    ASSERT(s[r].ok);
+    for (int c = 0; c < CALLS / 2; c++) ASSERT_STR_EQ(s[r].ran[c], want);
+    ASSERT_STR_EQ(s[r].pick, want);
+  }
+}
+
+/* A job settles the 64 KiB all-reduce on candidate 1 (the slowest rank's view, not the
+ * model's pick); the next job of the same shape runs it from its first call on every rank,
+ * exact results; the file names it. */
+TEST(a_later_job_starts_on_the_settled_pick) {
+  char dir[64], text[4096], want[64];
+  cache_dir(dir, sizeof dir);
+  ASSERT(dir[0]);
+  seen_t *a = run(remember_on, fake_trials);
+  for (int r = 0; r < N; r++) ASSERT_STR_EQ(a[r].pick, a[r].cand[1]);
+  ASSERT(strcmp(a[0].cand[0], a[0].cand[1]));
+  picks_text(dir, text, sizeof text);
+  ASSERT(!strncmp(text, "tutti-picks 1\nkey ", 18));
+  snprintf(want, sizeof want, " allreduce %d %s\n", COUNT * 8, a[0].cand[1]);
+  ASSERT(strstr(text, want) != NULL);
+  seen_t *b = run(remember_on, allreduce_loop);
+  assert_started_on(b, a[0].cand[1]);
+  cache_drop(dir);
+}
+
+/* A job that ends before its trials do (a benchmark's few calls of a crowded size) leaves the
+ * winner of the first turns: candidate 1 again. */
+TEST(a_short_job_leaves_its_first_turns) {
+  char dir[64];
+  cache_dir(dir, sizeof dir);
+  ASSERT(dir[0]);
+  seen_t *a = run(remember_on, fake_first_turns);
+  for (int r = 0; r < N; r++) {
+    ASSERT(a[r].ok);
+    ASSERT_STR_EQ(a[r].pick, ""); /* not settled */
+  }
+  seen_t *b = run(remember_on, allreduce_loop);
+  assert_started_on(b, a[0].cand[1]);
+  cache_drop(dir);
+}
+
+/* Another shape (a forced chunk size), rank 0's TUTTI_TUNE_REMEMBER=0, or a file that is not
+ * a picks file: the job tries afresh (a warm-up of the model's pick, then the trials); the
+ * broken file is replaced by a good one. */
+TEST(another_shape_or_remember_off_tries_afresh) {
+  char dir[64], text[4096], path[128];
+  cache_dir(dir, sizeof dir);
+  ASSERT(dir[0]);
+  seen_t *a = run(remember_on, fake_trials);
+  ASSERT_STR_EQ(a[0].pick, a[0].cand[1]);
+  const char *const *envs[] = {
+      (const char *const[]){"*", "TUTTI_TUNE_REMEMBER", "1", "*", "TUTTI_CHUNK_SIZE", "65536",
+                            NULL},
+      (const char *const[]){"*", "TUTTI_TUNE_REMEMBER", "1", "0", "TUTTI_TUNE_REMEMBER", "0",
+                            NULL}};
+  for (size_t e = 0; e < sizeof envs / sizeof *envs; e++) {
+    seen_t *b = run(envs[e], allreduce_loop);
+    for (int r = 0; r < N; r++) {
+      ASSERT(b[r].ok);
+      ASSERT_STR_EQ(b[r].ran[0], b[r].cand[0]);
+      ASSERT_STR_EQ(b[r].ran[1], b[r].cand[b[r].ncand - 1]);
+    }
+  }
+  snprintf(path, sizeof path, "%s/tutti/picks", dir);
+  FILE *f = fopen(path, "w");
+  ASSERT(f != NULL);
+  fputs("not a picks file\nn=3 allreduce 65536 ring\n", f);
+  fclose(f);
+  seen_t *c = run(remember_on, fake_trials);
+  for (int r = 0; r < N; r++) {
+    ASSERT(c[r].ok);
+    ASSERT_STR_EQ(c[r].ran[1], c[r].cand[c[r].ncand - 1]);
+    ASSERT_STR_EQ(c[r].pick, c[r].cand[1]);
+  }
+  picks_text(dir, text, sizeof text);
+  ASSERT(!strncmp(text, "tutti-picks 1\nkey ", 18));
+  ASSERT(strstr(text, "not a picks") == NULL);
+  cache_drop(dir);
+}
+
+int main(int argc, char **argv) {
+  /* The other tests' jobs try afresh: none starts from an earlier test's picks. */
+  setenv("TUTTI_TUNE_REMEMBER", "0", 1);
+  return harness_main(argc, argv);
+}

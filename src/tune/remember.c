@@ -1,0 +1,200 @@
+/*
+ * Online selection's settled picks, kept between jobs (TUTTI_TUNE_REMEMBER, default 1).
+ *
+ * A size's trials cost a job its first dozen or so calls of that size, and where ranks
+ * outnumber CPUs many more: n = 8 on 2 CPUs, a 1 MiB all-reduce tries four candidates 8
+ * calls each (online.c), about 33 calls of 1.1-2.5 ms, where a benchmark (and many a short
+ * job) makes fewer than 20 such calls; the trials were all it timed (tutti-bench there ran
+ * 1780-2500 us a call against 1140-1280 for the best candidates forced). The same job run
+ * again on the same host tries the same candidates again and, mostly, settles alike. So rank
+ * 0 keeps each settled (collective, size) in a file next to the machine cache, keyed by the
+ * host key (a new boot, kernel or CPU starts afresh) and by the job's shape (ranks, hosts,
+ * ranks on the most crowded host, the link class, single copy, a forced chunk size, the
+ * mailbox's capacity: what the tuner's query holds besides the size), and a later job of that
+ * shape starts those sizes settled on rank 0's remembered pick, sent with the model, so every
+ * rank starts alike. A remembered pick is re-checked like one the trials made (its first
+ * re-check after TUTTI_ONLINE_RECHECK calls), and is taken only where it is still among the
+ * model's candidates for that size. The file is written at tutti_comm_destroy (never in a
+ * call), by read, merge and rename: two jobs ending at once lose one's update, nothing more.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "algo/algo.h"
+#include "core/colls.h"
+#include "core/internal.h"
+#include "core/topo.h"
+#include "transport/transport.h"
+#include "tune/model.h"
+#include "tune/online.h"
+
+#define PICKS_FILE "picks"
+#define PICKS_HEADER "tutti-picks 1"
+/* Lines kept (the newest): a few shapes of a few dozen sizes each. */
+#define PICKS_MAX_LINES 512
+#define PICKS_LINE 320
+
+/* What the tuner's query holds besides the size (algo/tuner.c's tutti__tune_query), so a
+ * remembered pick is used only where the model was asked the same question. */
+static void job_shape(const struct tutti_comm *comm, char *buf, size_t len) {
+  int nhosts = comm->topo ? comm->topo->nhosts : 1;
+  int max_local = comm->topo ? comm->topo->max_local : comm->nranks;
+  snprintf(buf, len, "n=%d,hosts=%d,local=%d,net=%d,cma=%d,chunk=%zu,mbox=%zu", comm->nranks,
+           nhosts, max_local, tutti__transport_cost_class(comm) == TUTTI_COST_NETWORK,
+           comm->cma, comm->cfg.chunk_auto ? (size_t)0 : comm->cfg.chunk_bytes,
+           tutti__mbox_capacity(comm));
+}
+
+static int coll_of(const char *name) {
+  for (int c = 0; c < TUTTI_COLL_COUNT; c++)
+    if (!strcmp(tutti__coll_name((tutti_coll_t)c), name)) return c;
+  return -1;
+}
+
+/* The file's lines after its header and key, if it is this host's (else NULL: none yet, or
+ * stale). The caller frees the text. */
+static char *load_lines(const char *path, char **body) {
+  char err[320], key[512];
+  char *text = tutti__table_slurp(path, err, sizeof err);
+  if (!text) return NULL;
+  tutti__host_key(key, sizeof key);
+  size_t hl = strlen(PICKS_HEADER), kl = strlen(key);
+  char *p = text;
+  if (strncmp(p, PICKS_HEADER "\n", hl + 1)) goto stale;
+  p += hl + 1;
+  if (strncmp(p, "key ", 4) || strncmp(p + 4, key, kl) || p[4 + kl] != '\n') goto stale;
+  *body = p + 4 + kl + 1;
+  return text;
+stale:
+  INFO("tune", 0, "the remembered picks %s are for another host, boot or version: not used",
+       path);
+  free(text);
+  return NULL;
+}
+
+/* Splits a body line into shape, collective, size and algorithm name: 0, or -1. */
+static int parse_line(const char *line, char *shape, int *coll, size_t *bytes, char *algo) {
+  char cname[32];
+  if (sscanf(line, "%255s %31s %zu %27s", shape, cname, bytes, algo) != 4) return -1;
+  *coll = coll_of(cname);
+  return *coll < 0 ? -1 : 0;
+}
+
+void tutti__remember_load(const struct tutti_comm *comm, tutti_remember_wire_t *w) {
+  char path[1024], shape[256], *body = NULL;
+  memset(w, 0, sizeof *w);
+  if (!comm->cfg.tune_remember || !comm->cfg.tune_online) return;
+  if (tutti__host_cache_file(PICKS_FILE, path, sizeof path)) return;
+  char *text = load_lines(path, &body);
+  if (!text) return;
+  job_shape(comm, shape, sizeof shape);
+  /* Later lines are newer: a size's last line wins. */
+  char *save = NULL;
+  for (char *line = strtok_r(body, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+    char sh[256], algo[28];
+    int coll;
+    size_t bytes;
+    if (parse_line(line, sh, &coll, &bytes, algo) || strcmp(sh, shape)) continue;
+    uint32_t i = 0;
+    while (i < w->n && !(w->e[i].coll == (uint32_t)coll && w->e[i].bytes == bytes)) i++;
+    if (i == w->n) {
+      if (w->n == TUTTI_ONLINE_SLOTS) continue;
+      w->n++;
+    }
+    w->e[i].coll = (uint32_t)coll;
+    w->e[i].bytes = bytes;
+    snprintf(w->e[i].algo, sizeof w->e[i].algo, "%s", algo);
+  }
+  free(text);
+  if (w->n) INFO("tune", 0, "%u sizes remembered for this job's shape (%s) in %s", w->n, shape,
+                 path);
+}
+
+void tutti__remember_take(struct tutti_comm *comm, const tutti_remember_wire_t *w) {
+  tutti_online_t *o = &comm->online;
+  o->nknown = 0;
+  for (uint32_t i = 0; i < w->n && i < TUTTI_ONLINE_SLOTS; i++) {
+    char name[sizeof w->e[i].algo];
+    memcpy(name, w->e[i].algo, sizeof name);
+    name[sizeof name - 1] = '\0';
+    const tutti_algo_t *a = tutti__algo_find(name);
+    if (!a || w->e[i].coll >= TUTTI_COLL_COUNT) continue; /* another build's name */
+    o->known[o->nknown].coll = (int)w->e[i].coll;
+    o->known[o->nknown].bytes = (size_t)w->e[i].bytes;
+    o->known[o->nknown].algo = a;
+    o->nknown++;
+  }
+}
+
+void tutti__remember_save(const struct tutti_comm *comm) {
+  const tutti_online_t *o = &comm->online;
+  if (comm->rank != 0 || !comm->cfg.tune_remember || !comm->cfg.tune_online || comm->failed)
+    return;
+  /* Each size's pick: the agreed one, or for a size whose trials this job did not finish,
+   * the winner of every candidate's first turn (a short job's trials of a crowded host's
+   * size are all its calls of it: a 20-call benchmark against 33 trials; the next job then
+   * starts where this one's trials pointed rather than trying again). */
+  const tutti_algo_t *pick[TUTTI_ONLINE_SLOTS];
+  int settled = 0;
+  for (int i = 0; i < o->used; i++) {
+    const tutti_online_slot_t *s = &o->slot[i];
+    pick[i] = s->ncand < 2 ? NULL
+              : s->pick    ? s->pick
+              : s->first_done ? s->cand[tutti__online_winner(s, s->first_t)]
+                              : NULL;
+    settled += pick[i] != NULL;
+  }
+  if (!settled) return;
+  char path[1024], shape[256], key[512], err[320], *body = NULL;
+  if (tutti__host_cache_file(PICKS_FILE, path, sizeof path)) return;
+  job_shape(comm, shape, sizeof shape);
+  tutti__host_key(key, sizeof key);
+  char *old = load_lines(path, &body);
+  /* The kept old lines, then this job's: the newest PICKS_MAX_LINES. */
+  char(*lines)[PICKS_LINE] = calloc(PICKS_MAX_LINES + TUTTI_ONLINE_SLOTS, PICKS_LINE);
+  if (!lines) {
+    free(old);
+    return;
+  }
+  int n = 0;
+  char *save = NULL;
+  for (char *line = old ? strtok_r(body, "\n", &save) : NULL; line;
+       line = strtok_r(NULL, "\n", &save)) {
+    char sh[256], algo[28];
+    int coll, mine = 0;
+    size_t bytes;
+    if (parse_line(line, sh, &coll, &bytes, algo) || strlen(line) >= PICKS_LINE) continue;
+    for (int i = 0; i < o->used && !strcmp(sh, shape); i++)
+      mine |= pick[i] && o->slot[i].coll == coll && o->slot[i].bytes == bytes;
+    if (mine) continue; /* this job's newer line replaces it */
+    if (n == PICKS_MAX_LINES) { /* drop the oldest */
+      memmove(lines[0], lines[1], (size_t)(n - 1) * PICKS_LINE);
+      n--;
+    }
+    snprintf(lines[n++], PICKS_LINE, "%s", line);
+  }
+  free(old);
+  for (int i = 0; i < o->used; i++) {
+    const tutti_online_slot_t *s = &o->slot[i];
+    if (!pick[i]) continue;
+    snprintf(lines[n++], PICKS_LINE, "%s %s %zu %s", shape,
+             tutti__coll_name((tutti_coll_t)s->coll), s->bytes, pick[i]->name);
+  }
+  int first = n > PICKS_MAX_LINES ? n - PICKS_MAX_LINES : 0;
+  size_t cap = strlen(PICKS_HEADER) + strlen(key) + 8 + (size_t)(n - first) * PICKS_LINE;
+  char *text = malloc(cap);
+  if (text) {
+    size_t len = (size_t)snprintf(text, cap, PICKS_HEADER "\nkey %s\n", key);
+    for (int i = first; i < n; i++) len += (size_t)snprintf(text + len, cap - len, "%s\n", lines[i]);
+    errno = 0;
+    if (tutti__make_parents(path) || tutti__table_store(path, text, err, sizeof err))
+      INFO("tune", 0, "cannot save the remembered picks %s (%s)", path,
+           errno ? strerror(errno) : err);
+    else
+      TRACE("tune", 0, "%d settled sizes remembered in %s", settled, path);
+  }
+  free(text);
+  free(lines);
+}
