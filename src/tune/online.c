@@ -139,6 +139,7 @@ static tutti_online_slot_t *slot_for(tutti_online_t *o, const tutti_tune_query_t
              "earlier job of this shape; the model's pick: %s)",
              tutti__coll_name((tutti_coll_t)s->coll), s->bytes, s->pick->name,
              s->cand[0]->name);
+        break;
       }
   }
   /* The trials in two schedules where the first turns leave trials to drop (online.h:

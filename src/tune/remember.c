@@ -130,7 +130,9 @@ void tutti__remember_take(struct tutti_comm *comm, const tutti_remember_wire_t *
 
 void tutti__remember_save(const struct tutti_comm *comm) {
   const tutti_online_t *o = &comm->online;
-  if (comm->rank != 0 || !comm->cfg.tune_remember || !comm->cfg.tune_online || comm->failed)
+  /* A failed or aborted communicator's trials may have ended in the failure. */
+  if (comm->rank != 0 || !comm->cfg.tune_remember || !comm->cfg.tune_online || comm->failed ||
+      atomic_load(&comm->aborted))
     return;
   /* Each size's pick: the agreed one, or for a size whose trials this job did not finish,
    * the winner of every candidate's first turn (a short job's trials of a crowded host's
