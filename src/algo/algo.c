@@ -128,7 +128,8 @@ const tutti_algo_t *tutti__algo_select(struct tutti_comm *comm, const tutti_coll
   tutti_online_slot_t *settled_slot = NULL;
   if (tutti__online_applies(comm->cfg.tune_online, (int)why, (int)a->coll, bytes)) {
     int settled;
-    pick = tutti__online_pick(comm, &q, pick, &settled);
+    int reg = tutti__online_registered(comm, a->sendbuf, a->recvbuf);
+    pick = tutti__online_pick(comm, &q, pick, reg, &settled);
     /* A trial or re-check: the next call may run another candidate (a re-check's calls
      * reach here through the cached slot's tick). */
     if (!settled) return pick;

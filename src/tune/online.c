@@ -17,6 +17,7 @@
 #include "algo/tuner.h"
 #include "core/colls.h"
 #include "core/internal.h"
+#include "core/memreg.h"
 #include "tune/online.h"
 
 /* Candidates predicted slower than this factor times the best are not tried: a model that
@@ -108,7 +109,7 @@ static tutti_online_slot_t *slot_find(tutti_online_t *o, int coll, size_t bytes)
 }
 
 static tutti_online_slot_t *slot_for(tutti_online_t *o, const tutti_tune_query_t *q,
-                                     const tutti_algo_t *model_pick, int rank) {
+                                     const tutti_algo_t *model_pick) {
   tutti_online_slot_t *s = slot_find(o, (int)q->coll, q->bytes);
   if (s) return s;
   if (o->used < TUTTI_ONLINE_SLOTS) {
@@ -125,22 +126,13 @@ static tutti_online_slot_t *slot_for(tutti_online_t *o, const tutti_tune_query_t
   s->trial_reps = tutti__online_trial_reps(q, pred);
   s->ncand = tutti__online_candidates(q, model_pick, s->cand);
   if (s->ncand < 2) s->pick = model_pick;
-  for (int k = 0; k < o->nknown && !s->pick; k++) {
+  s->known_i = -1;
+  for (int k = 0; k < o->nknown && !s->pick && s->known_i < 0; k++) {
     if (o->known[k].coll != s->coll || o->known[k].bytes != s->bytes) continue;
-    /* Remembered from an earlier job of this shape (remember.c): settled at once, re-checked
-     * as if its trials had just ended, if the model still counts it among the candidates. */
-    for (int i = 0; i < s->ncand; i++)
-      if (s->cand[i] == o->known[k].algo) {
-        s->pick = s->cand[i];
-        s->pick_i = i;
-        s->gap = s->until = TUTTI_ONLINE_RECHECK;
-        s->recheck_i = -1;
-        INFO("tune", rank, "online selection: %s of %zu bytes runs %s (remembered from an "
-             "earlier job of this shape; the model's pick: %s)",
-             tutti__coll_name((tutti_coll_t)s->coll), s->bytes, s->pick->name,
-             s->cand[0]->name);
-        break;
-      }
+    /* Remembered from an earlier job of this shape (remember.c), if the model still counts
+     * it among the candidates: its first call here decides (tutti__online_agree). */
+    for (int i = 0; i < s->ncand && s->known_i < 0; i++)
+      if (s->cand[i] == o->known[k].algo) s->known_i = i;
   }
   /* The trials in two schedules where the first turns leave trials to drop (online.h:
    * TUTTI_ONLINE_PRUNE), else in one; the warm-up call comes first. */
@@ -190,14 +182,16 @@ static int active(const tutti_online_slot_t *s, int *act) {
 }
 
 const tutti_algo_t *tutti__online_pick(struct tutti_comm *comm, const tutti_tune_query_t *q,
-                                       const tutti_algo_t *model_pick, int *settled) {
+                                       const tutti_algo_t *model_pick, int registered,
+                                       int *settled) {
   tutti_online_t *o = &comm->online;
-  tutti_online_slot_t *s = slot_for(o, q, model_pick, comm->rank);
+  tutti_online_slot_t *s = slot_for(o, q, model_pick);
   /* A settled size whose re-check is not due (a tick the pick cache made already found the
    * re-check running, and this one does not count the call again). */
   *settled = s->pick && !tutti__online_tick(s);
   if (*settled) return s->pick;
   o->running = s;
+  s->reg |= registered;
   if (s->checking) { /* the pick first, then the challenger, in turns */
     o->running_cand = recheck_side(s) ? s->recheck_i : s->pick_i;
     return s->cand[o->running_cand];
@@ -215,7 +209,9 @@ const tutti_algo_t *tutti__online_pick(struct tutti_comm *comm, const tutti_tune
   int turn = (s->done - s->start) / tutti__online_turn(s->trial_reps), act[TUTTI_ONLINE_MAX_CAND];
   int nact = active(s, act);
   o->running_cand = s->done == 0 ? -1 : act[nact - 1 - turn % nact];
-  return o->running_cand < 0 ? s->cand[0] : s->cand[o->running_cand];
+  return o->running_cand >= 0 ? s->cand[o->running_cand]
+         : s->known_i >= 0    ? s->cand[s->known_i]
+                              : s->cand[0];
 }
 
 void tutti__online_timed(struct tutti_comm *comm, int64_t ns, int64_t first_ns) {
@@ -243,7 +239,7 @@ void tutti__online_timed(struct tutti_comm *comm, int64_t ns, int64_t first_ns) 
     if (--s->checking == 0) o->due = s;
     return;
   }
-  if (++s->done - s->start == s->sched) o->due = s;
+  if (++s->done - s->start == s->sched || (s->known_i >= 0 && s->done == 1)) o->due = s;
 }
 
 /* The element-wise maximum of every rank's v (k doubles) on every rank: a binomial tree up
@@ -255,7 +251,7 @@ static tutti_result_t agree_max(struct tutti_comm *comm, double *v, int k) {
   uint32_t tag = comm->seq;
   size_t len = (size_t)k * sizeof *v;
   int64_t deadline = tutti__deadline_after(comm->cfg.timeout_s);
-  double got[2 * TUTTI_ONLINE_MAX_CAND];
+  double got[2 * TUTTI_ONLINE_MAX_CAND + 1];
   tutti_result_t res = TUTTI_SUCCESS;
   tutti_xfer_t x;
   for (int mask = 1; mask < n && res == TUTTI_SUCCESS; mask <<= 1) {
@@ -283,6 +279,18 @@ static tutti_result_t agree_max(struct tutti_comm *comm, double *v, int k) {
   return res;
 }
 
+int tutti__online_registered(struct tutti_comm *comm, const void *sendbuf, const void *recvbuf) {
+  tutti_regbuf_t b;
+  if (!atomic_load_explicit(&comm->memreg, memory_order_acquire)) return 0;
+  const void *p[2] = {sendbuf, recvbuf};
+  for (int i = 0; i < 2; i++) {
+    if (!p[i]) continue;
+    tutti__memreg_describe(comm, p[i], 1, &b);
+    if (b.reg_len) return 1;
+  }
+  return 0;
+}
+
 int tutti__online_winner(const tutti_online_slot_t *s, const double *t) {
   int act[TUTTI_ONLINE_MAX_CAND] = {0}, nact = active(s, act), best = act[0];
   for (int j = 1; j < nact; j++)
@@ -301,20 +309,43 @@ tutti_result_t tutti__online_agree(struct tutti_comm *comm) {
    * is the call's time without it: a rank that waited for a peer mapping memory in waited
    * about that long (at n = 2, 64 MiB on registered buffers: 120 ms of page traps in cma's
    * first call against 8 ms a call after, which its one trial would otherwise carry). */
-  int recheck = s->pick != NULL, k = recheck ? 2 : s->ncand;
-  double t[2 * TUTTI_ONLINE_MAX_CAND];
+  int recheck = s->pick != NULL, known = !recheck && s->known_i >= 0;
+  int k = known ? 0 : recheck ? 2 : s->ncand;
+  double t[2 * TUTTI_ONLINE_MAX_CAND + 1];
   memcpy(t, recheck ? s->fresh_s : s->best_s, (size_t)k * sizeof *t);
   memcpy(t + k, recheck ? s->fresh_f : s->best_f, (size_t)k * sizeof *t);
+  t[2 * k] = s->reg; /* and whether any rank's calls so far had a registered buffer */
   /* Outside the call as far as the transports know: a peer's mailbox post of the call (a
    * one-shot trial) is not a disagreement about how to run this exchange (mbox.c). A peer
    * dying meanwhile still fails this call, and the error names it (core/error.c). */
   uint32_t call_seq = comm->call_seq;
   comm->agree_seq = call_seq;
   comm->call_seq = 0;
-  tutti_result_t res = agree_max(comm, t, 2 * k);
+  tutti_result_t res = agree_max(comm, t, 2 * k + 1);
   comm->call_seq = call_seq;
   comm->agree_seq = 0;
   if (res != TUTTI_SUCCESS) return res;
+  s->reg_seen = t[2 * k] > 0;
+  const char *name = tutti__coll_name((tutti_coll_t)s->coll);
+  if (known) { /* the remembered pick's first call ran: settle there, or try afresh */
+    int i = s->known_i;
+    s->known_i = -1;
+    if (s->reg_seen) {
+      INFO("tune", comm->rank, "online selection: %s of %zu bytes is tried afresh, not run "
+           "on the pick remembered for plain buffers (%s): a rank's buffers are registered",
+           name, s->bytes, s->cand[i]->name);
+      return TUTTI_SUCCESS;
+    }
+    s->pick = s->cand[i];
+    s->pick_i = i;
+    s->gap = s->until = TUTTI_ONLINE_RECHECK;
+    s->recheck_i = -1;
+    comm->pick_cache[s->coll].algo = NULL;
+    INFO("tune", comm->rank, "online selection: %s of %zu bytes runs %s (remembered from an "
+         "earlier job of this shape; the model's pick: %s)", name, s->bytes, s->pick->name,
+         s->cand[0]->name);
+    return TUTTI_SUCCESS;
+  }
   for (int i = 0; i < k; i++) t[i] -= t[k + i];
   /* The incumbent (the model's pick in the trials, the pick in a re-check) is beaten only by
    * a time more than TUTTI_ONLINE_MARGIN below its own. */
@@ -364,7 +395,6 @@ tutti_result_t tutti__online_agree(struct tutti_comm *comm) {
   s->pick_i = best;
   /* The pick cache may hold this size's previous pick. */
   comm->pick_cache[s->coll].algo = NULL;
-  const char *name = tutti__coll_name((tutti_coll_t)s->coll);
   if (recheck) {
     if (changed)
       INFO("tune", comm->rank, "online selection: %s of %zu bytes runs %s after a re-check "

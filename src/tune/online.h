@@ -90,6 +90,11 @@ typedef struct tutti_online_slot {
    * later jobs (remember.c). */
   double first_t[TUTTI_ONLINE_MAX_CAND];
   int first_done;
+  /* The remembered pick's index (remember.c), -1 if none: its first call runs it, and the
+   * exchange after that call settles the size there unless a rank's buffers were registered. */
+  int known_i;
+  int reg;      /* this rank ran a call of this size on a registered buffer (tutti_mem_alloc) */
+  int reg_seen; /* agreed: some rank did, in the calls the last exchange covered */
   const struct tutti_algo *pick;        /* once agreed; NULL while trying */
   int pick_i;           /* pick's index in cand */
   int recheck_i;        /* the last re-check's challenger (the model's order, skipping pick_i) */
@@ -139,15 +144,21 @@ int tutti__online_turn(int reps);
 /* The algorithm for a call of q that the model picked as model_pick: the agreed one where
  * q's size is settled (*settled set), else the candidate whose trial or re-check this call is
  * (marked as comm's running trial; select again for the next call). Counts the call towards
- * the size's next re-check. */
+ * the size's next re-check. registered: a buffer of this rank's call is registered (a
+ * single-copy algorithm runs several times faster on it: remembered picks are for plain ones). */
 const struct tutti_algo *tutti__online_pick(struct tutti_comm *comm,
                                             const struct tutti_tune_query *q,
-                                            const struct tutti_algo *model_pick, int *settled);
+                                            const struct tutti_algo *model_pick,
+                                            int registered, int *settled);
 
 /* The winner of agreed times t (one per candidate of s): the first candidate still in the
  * trials (the incumbent) unless another one's time is more than TUTTI_ONLINE_MARGIN below
  * its own (then the fastest such). */
 int tutti__online_winner(const tutti_online_slot_t *s, const double *t);
+
+/* 1 if sendbuf or recvbuf (either may be NULL) lies in a region of comm's registered
+ * buffers (tutti_mem_alloc); one load where there are none. */
+int tutti__online_registered(struct tutti_comm *comm, const void *sendbuf, const void *recvbuf);
 
 /* For a call of a settled size: 1 if it is part of a re-check (then tutti__online_pick runs
  * it), else 0 after counting it towards the next. Called once per call that does not start

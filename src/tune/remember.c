@@ -32,8 +32,9 @@
 
 #define PICKS_FILE "picks"
 #define PICKS_HEADER "tutti-picks 1"
-/* Lines kept (the newest): a few shapes of a few dozen sizes each. */
-#define PICKS_MAX_LINES 512
+/* Lines kept (the newest): a few shapes of a few dozen sizes each; 400 lines of at most
+ * ~150 characters stay under the 64 KiB tutti__table_slurp reads. */
+#define PICKS_MAX_LINES 400
 #define PICKS_LINE 320
 
 /* What the tuner's query holds besides the size (algo/tuner.c's tutti__tune_query), so a
@@ -142,7 +143,9 @@ void tutti__remember_save(const struct tutti_comm *comm) {
   int settled = 0;
   for (int i = 0; i < o->used; i++) {
     const tutti_online_slot_t *s = &o->slot[i];
-    pick[i] = s->ncand < 2 ? NULL
+    /* Single-copy algorithms run several times faster on registered buffers, and the shape
+     * cannot tell such calls from plain ones: sizes run on them are not kept. */
+    pick[i] = s->ncand < 2 || s->reg || s->reg_seen ? NULL
               : s->pick    ? s->pick
               : s->first_done ? s->cand[tutti__online_winner(s, s->first_t)]
                               : NULL;
@@ -189,7 +192,8 @@ void tutti__remember_save(const struct tutti_comm *comm) {
   char *text = malloc(cap);
   if (text) {
     size_t len = (size_t)snprintf(text, cap, PICKS_HEADER "\nkey %s\n", key);
-    for (int i = first; i < n; i++) len += (size_t)snprintf(text + len, cap - len, "%s\n", lines[i]);
+    for (int i = first; i < n; i++)
+      len += (size_t)snprintf(text + len, cap - len, "%s\n", lines[i]);
     errno = 0;
     if (tutti__make_parents(path) || tutti__table_store(path, text, err, sizeof err))
       INFO("tune", 0, "cannot save the remembered picks %s (%s)", path,

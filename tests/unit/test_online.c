@@ -734,6 +734,49 @@ TEST(another_shape_or_remember_off_tries_afresh) {
   cache_drop(dir);
 }
 
+/* Fake trials of the 64 KiB all-reduce on a registered buffer (tutti_mem_alloc), candidate 2
+ * the fastest (0 where there are two). */
+static void fake_trials_registered(tutti_comm_t comm, int r, seen_t *out) {
+  int64_t *x = NULL;
+  (void)r;
+  out->ok = tutti_mem_alloc(comm, COUNT * sizeof *x, (void **)&x) == TUTTI_SUCCESS;
+  for (int c = 0; c < CALLS && out->ok; c++) {
+    tutti_coll_args_t a = allreduce_args(x);
+    snprintf(out->ran[c], 24, "%s", tutti__algo_select(comm, &a)->name);
+    tutti_online_t *o = &comm->online;
+    if (!o->running) break;
+    int cand = o->running_cand, win = o->running->ncand > 2 ? 2 : 0;
+    tutti__online_timed(comm, (int64_t)((cand == win ? 50 : 100 + cand) * 1e3), 0);
+    if (tutti__online_agree(comm) != TUTTI_SUCCESS) out->ok = 0;
+  }
+  if (x && tutti_mem_free(comm, x) != TUTTI_SUCCESS) out->ok = 0;
+}
+
+/* Single-copy algorithms run several times faster on registered buffers: a size whose calls
+ * are on them neither starts on a pick remembered from plain ones (its first call runs it,
+ * then the trials) nor leaves its own. */
+TEST(registered_buffers_neither_take_nor_leave_remembered_picks) {
+  char dir[64], text[4096], want[64];
+  cache_dir(dir, sizeof dir);
+  ASSERT(dir[0]);
+  seen_t *a = run(remember_on, fake_trials);
+  ASSERT_STR_EQ(a[0].pick, a[0].cand[1]);
+  seen_t *b = run(remember_on, fake_trials_registered);
+  int win = b[0].ncand > 2 ? 2 : 0;
+  for (int r = 0; r < N; r++) {
+    ASSERT(b[r].ok);
+    ASSERT_STR_EQ(b[r].ran[0], a[0].cand[1]);
+    ASSERT_STR_EQ(b[r].ran[1], b[r].cand[b[r].ncand - 1]);
+    ASSERT_STR_EQ(b[r].pick, b[r].cand[win]);
+  }
+  picks_text(dir, text, sizeof text);
+  snprintf(want, sizeof want, " allreduce %d %s\n", COUNT * 8, a[0].cand[1]);
+  ASSERT(strstr(text, want) != NULL);
+  snprintf(want, sizeof want, " allreduce %d %s\n", COUNT * 8, b[0].cand[win]);
+  ASSERT(strstr(text, want) == NULL);
+  cache_drop(dir);
+}
+
 int main(int argc, char **argv) {
   /* The other tests' jobs try afresh: none starts from an earlier test's picks. */
   setenv("TUTTI_TUNE_REMEMBER", "0", 1);

@@ -29,8 +29,10 @@ typedef float v8f __attribute__((vector_size(32)));
 /* c = a + b in float32, the reduction every sum collective performs. Written with vectors
  * because -O2 does not vectorise the plain loop, and cloned for AVX2 where GCC can (it picks
  * the clone at load time): the library's kernels are vectorised, and a scalar bound would
- * flatter them in cache. */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+ * flatter them in cache. Not under ThreadSanitizer: the clone's resolver runs while the
+ * program is loaded, before TSan's runtime is up, and every TSan build of tutti-bench and the
+ * *_perf programs died with SIGSEGV there at start-up. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
 __attribute__((target_clones("avx2", "default")))
 #endif
 static void sum_f32(float *c, const float *a, const float *b, size_t n) {
