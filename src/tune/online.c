@@ -132,7 +132,10 @@ static tutti_online_slot_t *slot_for(tutti_online_t *o, const tutti_tune_query_t
     /* Remembered from an earlier job of this shape (remember.c), if the model still counts
      * it among the candidates: its first call here decides (tutti__online_agree). */
     for (int i = 0; i < s->ncand && s->known_i < 0; i++)
-      if (s->cand[i] == o->known[k].algo) s->known_i = i;
+      if (s->cand[i] == o->known[k].algo) {
+        s->known_i = i;
+        s->known_gap = o->known[k].gap;
+      }
   }
   /* The trials in two schedules where the first turns leave trials to drop (online.h:
    * TUTTI_ONLINE_PRUNE), else in one; the warm-up call comes first. */
@@ -338,7 +341,14 @@ tutti_result_t tutti__online_agree(struct tutti_comm *comm) {
     }
     s->pick = s->cand[i];
     s->pick_i = i;
-    s->gap = s->until = TUTTI_ONLINE_RECHECK;
+    /* The re-checks go on where the earlier job's doubling left off: each job's first
+     * re-check would otherwise run a challenger for the first time in that job, mapping its
+     * scratch and queues in among the job's steady calls (session 27's bench-peers: n = 8, 64
+     * KiB reduce-scatter, 1.5-1.8 minor faults a call and 110-205 us against 72). */
+    s->gap = s->known_gap < TUTTI_ONLINE_RECHECK       ? TUTTI_ONLINE_RECHECK
+             : s->known_gap > TUTTI_ONLINE_RECHECK_MAX ? TUTTI_ONLINE_RECHECK_MAX
+                                                       : s->known_gap;
+    s->until = s->gap;
     s->recheck_i = -1;
     comm->pick_cache[s->coll].algo = NULL;
     INFO("tune", comm->rank, "online selection: %s of %zu bytes runs %s (remembered from an "

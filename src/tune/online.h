@@ -93,6 +93,7 @@ typedef struct tutti_online_slot {
   /* The remembered pick's index (remember.c), -1 if none: its first call runs it, and the
    * exchange after that call settles the size there unless a rank's buffers were registered. */
   int known_i;
+  uint32_t known_gap; /* and its gap between re-checks (tutti_online_known_t) */
   int reg;      /* this rank ran a call of this size on a registered buffer (tutti_mem_alloc) */
   int reg_seen; /* agreed: some rank did, in the calls the last exchange covered */
   const struct tutti_algo *pick;        /* once agreed; NULL while trying */
@@ -109,6 +110,7 @@ typedef struct tutti_online_known {
   int coll;
   size_t bytes;
   const struct tutti_algo *algo;
+  uint32_t gap; /* that job's calls between re-checks when it ended (0: not settled there) */
 } tutti_online_known_t;
 
 typedef struct tutti_online {
@@ -173,6 +175,7 @@ typedef struct tutti_remember_wire {
   struct {
     uint64_t bytes;
     uint32_t coll;
+    uint32_t gap;
     char algo[28];
   } e[TUTTI_ONLINE_SLOTS];
 } tutti_remember_wire_t;

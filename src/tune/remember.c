@@ -12,10 +12,11 @@
  * ranks on the most crowded host, the link class, single copy, a forced chunk size, the
  * mailbox's capacity: what the tuner's query holds besides the size), and a later job of that
  * shape starts those sizes settled on rank 0's remembered pick, sent with the model, so every
- * rank starts alike. A remembered pick is re-checked like one the trials made (its first
- * re-check after TUTTI_ONLINE_RECHECK calls), and is taken only where it is still among the
- * model's candidates for that size. The file is written at tutti_comm_destroy (never in a
- * call), by read, merge and rename: two jobs ending at once lose one's update, nothing more.
+ * rank starts alike. A remembered pick is taken only where it is still among the model's
+ * candidates for that size and no rank's buffers of its first call are registered (online.c),
+ * and is re-checked like one the trials made, as far apart as its job had come to. The file
+ * is written at tutti_comm_destroy (never in a call), by read, merge and rename: two jobs
+ * ending at once lose one's update, nothing more.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -75,10 +76,13 @@ stale:
   return NULL;
 }
 
-/* Splits a body line into shape, collective, size and algorithm name: 0, or -1. */
-static int parse_line(const char *line, char *shape, int *coll, size_t *bytes, char *algo) {
+/* Splits a body line into shape, collective, size, algorithm name and re-check gap (0 where
+ * the line has none): 0, or -1. */
+static int parse_line(const char *line, char *shape, int *coll, size_t *bytes, char *algo,
+                      unsigned *gap) {
   char cname[32];
-  if (sscanf(line, "%255s %31s %zu %27s", shape, cname, bytes, algo) != 4) return -1;
+  *gap = 0;
+  if (sscanf(line, "%255s %31s %zu %27s %u", shape, cname, bytes, algo, gap) < 4) return -1;
   *coll = coll_of(cname);
   return *coll < 0 ? -1 : 0;
 }
@@ -97,7 +101,8 @@ void tutti__remember_load(const struct tutti_comm *comm, tutti_remember_wire_t *
     char sh[256], algo[28];
     int coll;
     size_t bytes;
-    if (parse_line(line, sh, &coll, &bytes, algo) || strcmp(sh, shape)) continue;
+    unsigned gap;
+    if (parse_line(line, sh, &coll, &bytes, algo, &gap) || strcmp(sh, shape)) continue;
     uint32_t i = 0;
     while (i < w->n && !(w->e[i].coll == (uint32_t)coll && w->e[i].bytes == bytes)) i++;
     if (i == w->n) {
@@ -106,6 +111,7 @@ void tutti__remember_load(const struct tutti_comm *comm, tutti_remember_wire_t *
     }
     w->e[i].coll = (uint32_t)coll;
     w->e[i].bytes = bytes;
+    w->e[i].gap = gap;
     snprintf(w->e[i].algo, sizeof w->e[i].algo, "%s", algo);
   }
   free(text);
@@ -125,6 +131,7 @@ void tutti__remember_take(struct tutti_comm *comm, const tutti_remember_wire_t *
     o->known[o->nknown].coll = (int)w->e[i].coll;
     o->known[o->nknown].bytes = (size_t)w->e[i].bytes;
     o->known[o->nknown].algo = a;
+    o->known[o->nknown].gap = w->e[i].gap;
     o->nknown++;
   }
 }
@@ -170,7 +177,9 @@ void tutti__remember_save(const struct tutti_comm *comm) {
     char sh[256], algo[28];
     int coll, mine = 0;
     size_t bytes;
-    if (parse_line(line, sh, &coll, &bytes, algo) || strlen(line) >= PICKS_LINE) continue;
+    unsigned gap;
+    if (parse_line(line, sh, &coll, &bytes, algo, &gap) || strlen(line) >= PICKS_LINE)
+      continue;
     for (int i = 0; i < o->used && !strcmp(sh, shape); i++)
       mine |= pick[i] && o->slot[i].coll == coll && o->slot[i].bytes == bytes;
     if (mine) continue; /* this job's newer line replaces it */
@@ -184,8 +193,9 @@ void tutti__remember_save(const struct tutti_comm *comm) {
   for (int i = 0; i < o->used; i++) {
     const tutti_online_slot_t *s = &o->slot[i];
     if (!pick[i]) continue;
-    snprintf(lines[n++], PICKS_LINE, "%s %s %zu %s", shape,
-             tutti__coll_name((tutti_coll_t)s->coll), s->bytes, pick[i]->name);
+    snprintf(lines[n++], PICKS_LINE, "%s %s %zu %s %u", shape,
+             tutti__coll_name((tutti_coll_t)s->coll), s->bytes, pick[i]->name,
+             s->pick ? (unsigned)s->gap : 0u);
   }
   int first = n > PICKS_MAX_LINES ? n - PICKS_MAX_LINES : 0;
   size_t cap = strlen(PICKS_HEADER) + strlen(key) + 8 + (size_t)(n - first) * PICKS_LINE;

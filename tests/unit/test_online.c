@@ -29,6 +29,7 @@ typedef struct seen {
   char ran[CALLS][24];  /* the algorithm of each call */
   char cand[TUTTI_ONLINE_MAX_CAND][24];
   char pick[24];        /* the settled pick, "" if none */
+  unsigned gap;         /* its calls between re-checks */
   char err[512];        /* the last error, where the body failed on purpose */
   unsigned seq;         /* the call a failure should name */
 } seen_t;
@@ -90,6 +91,7 @@ static void rank_main(const tutti_unique_id_t *id, int r, void *arg) {
     out->dropped = s->dropped;
     for (int i = 0; i < s->ncand; i++) snprintf(out->cand[i], 24, "%s", s->cand[i]->name);
     if (s->pick) snprintf(out->pick, 24, "%s", s->pick->name);
+    out->gap = s->gap;
   }
   tutti_comm_destroy(comm);
   _exit(0);
@@ -672,10 +674,34 @@ TEST(a_later_job_starts_on_the_settled_pick) {
   ASSERT(strcmp(a[0].cand[0], a[0].cand[1]));
   picks_text(dir, text, sizeof text);
   ASSERT(!strncmp(text, "tutti-picks 1\nkey ", 18));
-  snprintf(want, sizeof want, " allreduce %d %s\n", COUNT * 8, a[0].cand[1]);
+  snprintf(want, sizeof want, " allreduce %d %s %d\n", COUNT * 8, a[0].cand[1],
+           TUTTI_ONLINE_RECHECK);
   ASSERT(strstr(text, want) != NULL);
   seen_t *b = run(remember_on, allreduce_loop);
   assert_started_on(b, a[0].cand[1]);
+  cache_drop(dir);
+}
+
+/* The re-checks go on where the earlier job's doubling left off: a line's gap of 3200 calls
+ * is the next job's, so its first CALLS calls hold no re-check (at 100 they would). */
+TEST(the_recheck_gap_carries_over) {
+  char dir[64], text[4096], path[128];
+  cache_dir(dir, sizeof dir);
+  ASSERT(dir[0]);
+  seen_t *a = run(remember_on, fake_trials);
+  picks_text(dir, text, sizeof text);
+  char *g = strstr(text, " 100\n");
+  ASSERT(g != NULL);
+  snprintf(path, sizeof path, "%s/tutti/picks", dir);
+  FILE *f = fopen(path, "w");
+  ASSERT(f != NULL);
+  fprintf(f, "%.*s 3200\n", (int)(g - text), text);
+  fclose(f);
+  seen_t *b = run(remember_on, allreduce_loop);
+  for (int r = 0; r < N; r++) {
+    ASSERT_EQ(b[r].gap, 3200);
+    for (int c = 0; c < CALLS; c++) ASSERT_STR_EQ(b[r].ran[c], a[0].cand[1]);
+  }
   cache_drop(dir);
 }
 
@@ -770,9 +796,9 @@ TEST(registered_buffers_neither_take_nor_leave_remembered_picks) {
     ASSERT_STR_EQ(b[r].pick, b[r].cand[win]);
   }
   picks_text(dir, text, sizeof text);
-  snprintf(want, sizeof want, " allreduce %d %s\n", COUNT * 8, a[0].cand[1]);
+  snprintf(want, sizeof want, " allreduce %d %s ", COUNT * 8, a[0].cand[1]);
   ASSERT(strstr(text, want) != NULL);
-  snprintf(want, sizeof want, " allreduce %d %s\n", COUNT * 8, b[0].cand[win]);
+  snprintf(want, sizeof want, " allreduce %d %s ", COUNT * 8, b[0].cand[win]);
   ASSERT(strstr(text, want) == NULL);
   cache_drop(dir);
 }
