@@ -253,7 +253,9 @@ static double fake_us(int r, int cand) {
   return 100 + 10 * cand;
 }
 
-static void fake_trials(tutti_comm_t comm, int r, seen_t *out) {
+/* Trials timed by fake_us until the size settles, or (first_turns) until every candidate's
+ * first turn is agreed. */
+static void fake_loop(tutti_comm_t comm, int r, seen_t *out, int first_turns) {
   static int64_t x[COUNT];
   out->ok = 1;
   for (int c = 0; c < CALLS && out->ok; c++) {
@@ -265,8 +267,11 @@ static void fake_trials(tutti_comm_t comm, int r, seen_t *out) {
     int cand = o->running_cand < 0 ? 0 : o->running_cand;
     tutti__online_timed(comm, (int64_t)(fake_us(r, cand) * 1e3), 0);
     if (tutti__online_agree(comm) != TUTTI_SUCCESS) out->ok = 0;
+    if (first_turns && o->slot[0].first_done) break;
   }
 }
+
+static void fake_trials(tutti_comm_t comm, int r, seen_t *out) { fake_loop(comm, r, out, 0); }
 
 TEST(the_slowest_rank_decides) {
   seen_t *s = run((const char *const[]){NULL}, fake_trials);
@@ -636,18 +641,7 @@ static void picks_text(const char *dir, char *buf, size_t len) {
 
 /* fake_trials until every candidate's first turn is agreed, then the job ends unsettled. */
 static void fake_first_turns(tutti_comm_t comm, int r, seen_t *out) {
-  static int64_t x[COUNT];
-  out->ok = 1;
-  for (int c = 0; c < CALLS && out->ok; c++) {
-    tutti_coll_args_t a = allreduce_args(x);
-    (void)tutti__algo_select(comm, &a);
-    tutti_online_t *o = &comm->online;
-    if (!o->running) break;
-    int cand = o->running_cand < 0 ? 0 : o->running_cand;
-    tutti__online_timed(comm, (int64_t)(fake_us(r, cand) * 1e3), 0);
-    if (tutti__online_agree(comm) != TUTTI_SUCCESS) out->ok = 0;
-    if (o->slot[0].first_done) break;
-  }
+  fake_loop(comm, r, out, 1);
 }
 
 static const char *const remember_on[] = {"*", "TUTTI_TUNE_REMEMBER", "1", NULL};
