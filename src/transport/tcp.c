@@ -117,6 +117,9 @@ static void tcp_wake(tutti_transport_t *tp) {
   }
 }
 
+/* How long a failing rank goes on with handshakes peers started with it (tcp__conn_settle). */
+#define SETTLE_MS 100
+
 /* Shutting the sockets down makes every peer's next poll report the failure at once. The
  * owner first tells each peer why in an abort frame, where the stream is between frames: the
  * result code, and which rank's failure this one follows from (any rank number), so a rank
@@ -150,7 +153,8 @@ static void tcp_fail(tutti_transport_t *tp, const char *reason) {
       }
     return;
   }
-  tcp__conn_close(t); /* pairs not up yet: their peers learn from the others */
+  tcp__conn_settle(t, SETTLE_MS);
+  tcp__conn_close(t); /* pairs still not up: their peers learn from the others */
   for (int i = 0; i < comm->nranks; i++) {
     tcp_peer_t *p = &t->peer[i];
     if (p->fd[0] < 0) continue;

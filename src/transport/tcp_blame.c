@@ -76,6 +76,28 @@ static void read_abort(tcp_transport_t *t, int peer) {
   p->abort_culprit = c <= (uint64_t)t->base.comm->nranks ? (int)c : 0;
 }
 
+/* A peer other than `except` that reported the ranks disagree on the call (its urgent byte or
+ * abort frame), or -1. Such a report is the first cause of every other closed connection: the
+ * peers it reached gave up and closed the pairs still being made, whose other ends hear
+ * nothing else. */
+static int usage_peer(tcp_transport_t *t, int except) {
+  for (int r = 0; r < t->base.comm->nranks; r++) {
+    if (r == except || t->peer[r].fd[0] < 0) continue;
+    tcp__keep_mark(t, r);
+    read_abort(t, r);
+    if (t->peer[r].mark == (MARK_FAILED | MARK_USAGE) ||
+        t->peer[r].abort_code == TUTTI_ERR_INVALID_USAGE)
+      return r;
+  }
+  return -1;
+}
+
+static tutti_result_t disagreed(struct tutti_comm *comm, int peer) {
+  char who[128];
+  return tutti__error(comm, TUTTI_ERR_INVALID_USAGE, "%s gave up: the ranks disagree on the "
+                      "call (see that rank's error)", tutti__peer_desc(comm, peer, who, sizeof who));
+}
+
 tutti_result_t tcp__peer_error(tcp_transport_t *t, int peer, const char *what, int e) {
   char who[128], root[128];
   struct tutti_comm *comm = t->base.comm;
@@ -87,9 +109,12 @@ tutti_result_t tcp__peer_error(tcp_transport_t *t, int peer, const char *what, i
   read_abort(t, peer);
   tcp_peer_t *p = &t->peer[peer];
   unsigned mark = p->mark;
-  if (mark == (MARK_FAILED | MARK_USAGE) || p->abort_code == TUTTI_ERR_INVALID_USAGE)
-    return tutti__error(comm, TUTTI_ERR_INVALID_USAGE, "%s gave up: the ranks disagree on the "
-                        "call (see that rank's error)", who);
+  int usage = mark == (MARK_FAILED | MARK_USAGE) || p->abort_code == TUTTI_ERR_INVALID_USAGE
+                  ? peer
+                  : -1;
+  /* Closed without a word (no urgent byte, no abort frame): another peer may have said why. */
+  if (usage < 0 && !mark && !p->abort_code) usage = usage_peer(t, peer);
+  if (usage >= 0) return disagreed(comm, usage);
   /* The abort frame names any rank; the urgent byte only the first 62. */
   int blamed = p->abort_culprit ? p->abort_culprit - 1 : (int)(mark & ~MARK_KIND) - 1;
   if (blamed == comm->rank || blamed >= comm->nranks) blamed = -1;
@@ -104,6 +129,8 @@ tutti_result_t tcp__peer_error(tcp_transport_t *t, int peer, const char *what, i
     return tutti__error(comm, TUTTI_ERR_REMOTE, "%s destroyed its communicator during the "
                         "call", who);
   if (blamed < 0) blamed = find_dead(t, peer, FIND_DEAD_MS);
+  if (blamed < 0 && !mark && !p->abort_code && (usage = usage_peer(t, peer)) >= 0)
+    return disagreed(comm, usage);
   if (blamed < 0 && (blamed = tutti__stopped_peer(comm)) >= 0) {
     /* Nobody died, but a rank of this host is stopped: peer gave up waiting on it. */
     comm->culprit = blamed + 1;

@@ -419,6 +419,20 @@ void tcp__conn_release_listener(tutti_transport_t *tp) {
       i++;
 }
 
+void tcp__conn_settle(tcp_transport_t *t, int wait_ms) {
+  int64_t until = tutti__now_ns() + (int64_t)wait_ms * 1000000;
+  for (;;) {
+    int64_t now = tutti__now_ns();
+    for (int i = 0; i < t->npend;)
+      if (!drive_pending(t, i, now)) i++;
+    int64_t left = (until - now) / 1000000;
+    if (!t->npend || left <= 0) return;
+    for (int i = 0; i < t->npend; i++)
+      t->pfd[i] = (struct pollfd){.fd = t->pend[i].fd, .events = POLLIN};
+    (void)poll(t->pfd, (nfds_t)t->npend, (int)left);
+  }
+}
+
 void tcp__conn_close(tcp_transport_t *t) {
   while (t->npend) drop_pending(t, 0, NULL, 0);
   for (int r = 0; t->peer && r < t->base.comm->nranks; r++) close_out(t, &t->peer[r]);

@@ -151,6 +151,10 @@ tutti_result_t tcp__ensure(tcp_transport_t *t, int peer);
 int tcp__conn_pollfds(tcp_transport_t *t, int at);
 /* After poll: accepts what waits on the listener and moves every handshake on. */
 tutti_result_t tcp__conn_progress(tcp_transport_t *t);
+/* At failure: moves the handshakes peers started with this rank on, for up to wait_ms, so
+ * that those peers get the abort frame and urgent byte too instead of a dropped handshake
+ * (a peer that has no other connection would otherwise blame this rank alone). */
+void tcp__conn_settle(tcp_transport_t *t, int wait_ms);
 /* Closes the connections still being made (at failure and destroy). */
 void tcp__conn_close(tcp_transport_t *t);
 /* The transport op release_listener (transport.h). */
