@@ -180,6 +180,13 @@ typedef struct tutti_remember_wire {
   } e[TUTTI_ONLINE_SLOTS];
 } tutti_remember_wire_t;
 
+/* A job's shape as the picks file keys it: what query q holds besides the collective and the
+ * size, the chunk size as 0 where it is chosen from the caches (chunk_auto). */
+void tutti__remember_shape(const struct tutti_tune_query *q, int chunk_auto, char *buf,
+                           size_t len);
+/* The picks of shape in this host's file (its path in path): 0, or -1 where the file is
+ * missing or another host's (w then holds none). A size's newest line wins. */
+int tutti__remember_read(const char *shape, tutti_remember_wire_t *w, char *path, size_t plen);
 /* Rank 0: the remembered picks of comm's shape from this host's file (none where
  * TUTTI_TUNE_REMEMBER or TUTTI_TUNE_ONLINE is 0, or the file is missing or stale). */
 void tutti__remember_load(const struct tutti_comm *comm, tutti_remember_wire_t *w);

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "algo/algo.h"
+#include "algo/tuner.h"
 #include "core/colls.h"
 #include "core/internal.h"
 #include "core/topo.h"
@@ -38,15 +39,19 @@
 #define PICKS_MAX_LINES 400
 #define PICKS_LINE 320
 
-/* What the tuner's query holds besides the size (algo/tuner.c's tutti__tune_query), so a
- * remembered pick is used only where the model was asked the same question. */
+void tutti__remember_shape(const tutti_tune_query_t *q, int chunk_auto, char *buf, size_t len) {
+  snprintf(buf, len, "n=%d,hosts=%d,local=%d,net=%d,cma=%d,chunk=%zu,mbox=%zu", q->nranks,
+           q->nhosts > 1 ? q->nhosts : 1, q->max_local, q->network, q->cma,
+           chunk_auto ? (size_t)0 : q->chunk_bytes, q->mbox_bytes);
+}
+
+/* What the tuner's query of comm holds besides the size, so a remembered pick is used only
+ * where the model was asked the same question. */
 static void job_shape(const struct tutti_comm *comm, char *buf, size_t len) {
-  int nhosts = comm->topo ? comm->topo->nhosts : 1;
-  int max_local = comm->topo ? comm->topo->max_local : comm->nranks;
-  snprintf(buf, len, "n=%d,hosts=%d,local=%d,net=%d,cma=%d,chunk=%zu,mbox=%zu", comm->nranks,
-           nhosts, max_local, tutti__transport_cost_class(comm) == TUTTI_COST_NETWORK,
-           comm->cma, comm->cfg.chunk_auto ? (size_t)0 : comm->cfg.chunk_bytes,
-           tutti__mbox_capacity(comm));
+  tutti_coll_args_t a = {.coll = TUTTI_COLL_ALLREDUCE, .esize = 1};
+  tutti_tune_query_t q;
+  tutti__tune_query(comm, &a, &q);
+  tutti__remember_shape(&q, comm->cfg.chunk_auto, buf, len);
 }
 
 static int coll_of(const char *name) {
@@ -87,14 +92,12 @@ static int parse_line(const char *line, char *shape, int *coll, size_t *bytes, c
   return *coll < 0 ? -1 : 0;
 }
 
-void tutti__remember_load(const struct tutti_comm *comm, tutti_remember_wire_t *w) {
-  char path[1024], shape[256], *body = NULL;
+int tutti__remember_read(const char *shape, tutti_remember_wire_t *w, char *path, size_t plen) {
+  char *body = NULL;
   memset(w, 0, sizeof *w);
-  if (!comm->cfg.tune_remember || !comm->cfg.tune_online) return;
-  if (tutti__host_cache_file(PICKS_FILE, path, sizeof path)) return;
+  if (tutti__host_cache_file(PICKS_FILE, path, plen)) return -1;
   char *text = load_lines(path, &body);
-  if (!text) return;
-  job_shape(comm, shape, sizeof shape);
+  if (!text) return -1;
   /* Later lines are newer: a size's last line wins. */
   char *save = NULL;
   for (char *line = strtok_r(body, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
@@ -115,8 +118,16 @@ void tutti__remember_load(const struct tutti_comm *comm, tutti_remember_wire_t *
     snprintf(w->e[i].algo, sizeof w->e[i].algo, "%s", algo);
   }
   free(text);
-  if (w->n) INFO("tune", 0, "%u sizes remembered for this job's shape (%s) in %s", w->n, shape,
-                 path);
+  return 0;
+}
+
+void tutti__remember_load(const struct tutti_comm *comm, tutti_remember_wire_t *w) {
+  char path[1024], shape[256];
+  memset(w, 0, sizeof *w);
+  if (!comm->cfg.tune_remember || !comm->cfg.tune_online) return;
+  job_shape(comm, shape, sizeof shape);
+  if (tutti__remember_read(shape, w, path, sizeof path) == 0 && w->n)
+    INFO("tune", 0, "%u sizes remembered for this job's shape (%s) in %s", w->n, shape, path);
 }
 
 void tutti__remember_take(struct tutti_comm *comm, const tutti_remember_wire_t *w) {

@@ -79,6 +79,37 @@ void tutti_info_print_model(const tutti_model_t *m) {
   if (m->nrules) printf("  %d algorithm rules from the tuning file\n", m->nrules);
 }
 
+/* What a job of q's shape started here would take from the picks earlier jobs left
+ * (TUTTI_TUNE_REMEMBER; src/tune/remember.c). */
+static void print_remembered(const tutti_tune_query_t *q, int chunk_auto,
+                             const tutti_algo_t *const *cand, int k) {
+  char shape[256], path[1024];
+  tutti_remember_wire_t w;
+  tutti__remember_shape(q, chunk_auto, shape, sizeof shape);
+  if (tutti__remember_read(shape, &w, path, sizeof path)) {
+    printf("remembered picks (TUTTI_TUNE_REMEMBER=1): none for this host yet\n");
+    return;
+  }
+  for (uint32_t i = 0; i < w.n; i++) {
+    if (w.e[i].coll != (uint32_t)q->coll || w.e[i].bytes != q->bytes) continue;
+    int among = 0;
+    for (int c = 0; c < k; c++) among |= !strncmp(cand[c]->name, w.e[i].algo, sizeof w.e[i].algo);
+    printf("remembered (TUTTI_TUNE_REMEMBER=1, %s, shape %s): an earlier job settled on %.*s; ",
+           path, shape, (int)sizeof w.e[i].algo, w.e[i].algo);
+    if (among)
+      printf("a job of this shape runs it from its first call and skips the trials unless a "
+             "rank's buffers are registered; first re-check after %u calls\n",
+             w.e[i].gap < TUTTI_ONLINE_RECHECK       ? TUTTI_ONLINE_RECHECK
+             : w.e[i].gap > TUTTI_ONLINE_RECHECK_MAX ? TUTTI_ONLINE_RECHECK_MAX
+                                                     : w.e[i].gap);
+    else
+      printf("it is not among this size's candidates now, so the trials run\n");
+    return;
+  }
+  printf("remembered picks (TUTTI_TUNE_REMEMBER=1, %s): none for shape %s at this size\n", path,
+         shape);
+}
+
 int tutti_info_explain(int argc, char **argv) {
   if (argc < 3 || argc > 8) return usage();
   const char *net = NULL;
@@ -191,6 +222,7 @@ int tutti_info_explain(int argc, char **argv) {
              "calls later (re-checks twice as far apart each time)\n",
              pick->name, 100 * TUTTI_ONLINE_MARGIN, TUTTI_ONLINE_RECHECK, 2 * reps,
              TUTTI_ONLINE_CONFIRM);
+      if (cfg.tune_remember) print_remembered(&q, cfg.chunk_auto, cand, k);
     }
   }
   return 0;
