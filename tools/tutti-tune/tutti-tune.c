@@ -402,6 +402,11 @@ int main(int argc, char **argv) {
   unsetenv("TUTTI_TUNE");
   unsetenv("TUTTI_TUNE_FILE");
   unsetenv("TUTTI_ALGO");
+  /* Nor picks remembered from earlier jobs (docs/tuning.md): auto must be timed as a fresh
+   * job's, and its trials here, between forced algorithms' calls, are no job's to keep
+   * (session 28: the sweep's --check left recursive doubling for n = 4 64 KiB all-reduce,
+   * where one-shot ran 2x faster, and every later auto run of the sweep took it). */
+  setenv("TUTTI_TUNE_REMEMBER", "0", 1);
   tutti_config_t cfg;
   char err[512];
   if (tutti__config_load(&cfg, err, sizeof err) != TUTTI_SUCCESS) {
