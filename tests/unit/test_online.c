@@ -646,13 +646,16 @@ static void fake_first_turns(tutti_comm_t comm, int r, seen_t *out) {
 
 static const char *const remember_on[] = {"*", "TUTTI_TUNE_REMEMBER", "1", NULL};
 
-/* The first CALLS / 2 calls (before the loop's first re-check) all ran want. */
+/* The first CALLS / 2 calls (before the loop's first re-check) all ran want, and every rank
+ * ends on one pick. Not necessarily want: allreduce_loop selects twice a call, so the re-check
+ * 100 selections in runs real calls, and a real challenger may win it (seen once in 5 runs of
+ * the suite: ring over deterministic). */
 static void assert_started_on(const seen_t *s, const char *want) {
   for (int r = 0; r < N; r++) {
     ASSERT_EQ(s[r].rc, TUTTI_SUCCESS);
     ASSERT(s[r].ok);
     for (int c = 0; c < CALLS / 2; c++) ASSERT_STR_EQ(s[r].ran[c], want);
-    ASSERT_STR_EQ(s[r].pick, want);
+    ASSERT_STR_EQ(s[r].pick, s[0].pick);
   }
 }
 
