@@ -345,9 +345,7 @@ tutti_result_t tutti__online_agree(struct tutti_comm *comm) {
      * re-check would otherwise run a challenger for the first time in that job, mapping its
      * scratch and queues in among the job's steady calls (session 27's bench-peers: n = 8, 64
      * KiB reduce-scatter, 1.5-1.8 minor faults a call and 110-205 us against 72). */
-    s->gap = s->known_gap < TUTTI_ONLINE_RECHECK       ? TUTTI_ONLINE_RECHECK
-             : s->known_gap > TUTTI_ONLINE_RECHECK_MAX ? TUTTI_ONLINE_RECHECK_MAX
-                                                       : s->known_gap;
+    s->gap = tutti__online_known_gap(s->known_gap);
     s->until = s->gap;
     s->recheck_i = -1;
     comm->pick_cache[s->coll].algo = NULL;

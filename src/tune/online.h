@@ -43,6 +43,14 @@ struct tutti_tune_query;
 #define TUTTI_ONLINE_MIN_BYTES 4096
 #define TUTTI_ONLINE_RECHECK 100        /* settled calls before the first re-check */
 #define TUTTI_ONLINE_RECHECK_MAX 25600u /* the longest gap between re-checks, in calls */
+
+/* The first re-check gap of a size settled on a remembered pick: the gap its earlier job
+ * ended with (0 for a size that job did not settle), kept within the re-checks' range. */
+static inline unsigned tutti__online_known_gap(unsigned gap) {
+  return gap < TUTTI_ONLINE_RECHECK       ? TUTTI_ONLINE_RECHECK
+         : gap > TUTTI_ONLINE_RECHECK_MAX ? TUTTI_ONLINE_RECHECK_MAX
+                                          : gap;
+}
 #define TUTTI_ONLINE_CONFIRM 25         /* settled calls before a winner's second re-check */
 /* A challenger takes a size from the model's pick (or, in a re-check, from the pick) only if
  * its time is more than this fraction below the incumbent's: a single trial's spread is

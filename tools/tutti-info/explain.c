@@ -99,9 +99,7 @@ static void print_remembered(const tutti_tune_query_t *q, int chunk_auto,
     if (among)
       printf("a job of this shape runs it from its first call and skips the trials unless a "
              "rank's buffers are registered; first re-check after %u calls\n",
-             w.e[i].gap < TUTTI_ONLINE_RECHECK       ? TUTTI_ONLINE_RECHECK
-             : w.e[i].gap > TUTTI_ONLINE_RECHECK_MAX ? TUTTI_ONLINE_RECHECK_MAX
-                                                     : w.e[i].gap);
+             tutti__online_known_gap(w.e[i].gap));
     else
       printf("it is not among this size's candidates now, so the trials run\n");
     return;
