@@ -219,6 +219,14 @@ tutti_result_t tutti__recv(struct tutti_comm *comm, int peer, void *buf, size_t 
  * skips that side (both ends of a pair agree on it). Waits for both. */
 tutti_result_t tutti__sendrecv(struct tutti_comm *comm, int to, const void *sbuf, size_t slen,
                                int from, void *rbuf, size_t rlen, int64_t deadline);
+/* tutti__sendrecv whose count received elements of a's dtype combine into dst: dst[i] =
+ * own[i] op received[i] (received[i] op own[i] where !own_first; dst may be own, not sbuf:
+ * the send may still read it). Read where they arrive where from's transport allows it
+ * (tutti__irecv_reduce), else received into tmp first (count elements of room). slen 0: a
+ * receive only. */
+tutti_result_t tutti__sendrecv_reduce(struct tutti_comm *comm, const tutti_coll_args_t *a, int to,
+                                      const void *sbuf, size_t slen, int from, void *dst,
+                                      const void *own, int own_first, void *tmp, size_t count);
 
 /* The pipelined chunk for a core with l2_bytes of L2 (0: unknown): a quarter of it, the
  * power of two at or below, within 64 KiB .. 1 MiB; `fallback` when l2_bytes is 0. A step of

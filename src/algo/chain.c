@@ -70,13 +70,14 @@ tutti_result_t tutti__chain_reduce(struct tutti_comm *comm, const tutti_coll_arg
       TRY(tutti__sendq_post(comm, &q, slot, next, in + off, elems * es));
       continue;
     }
-    TRY(tutti__recv(comm, prev, tmp, elems * es, a->deadline));
     if (is_root) {
-      tutti__reduce((char *)a->recvbuf + off, in + off, tmp, elems, a->dtype, a->op);
+      TRY(tutti__sendrecv_reduce(comm, a, next, NULL, 0, prev, (char *)a->recvbuf + off,
+                                 in + off, 1, tmp, elems));
     } else {
       TRY(tutti__sendq_acquire(comm, &q, a->deadline, &slot));
       char *partial = outs + (size_t)slot * cbytes;
-      tutti__reduce(partial, in + off, tmp, elems, a->dtype, a->op);
+      TRY(tutti__sendrecv_reduce(comm, a, next, NULL, 0, prev, partial, in + off, 1, tmp,
+                                 elems));
       TRY(tutti__sendq_post(comm, &q, slot, next, partial, elems * es));
     }
   }

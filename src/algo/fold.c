@@ -28,9 +28,9 @@ tutti_result_t tutti__fold_in_order(struct tutti_comm *comm, const tutti_coll_ar
     TRY(tutti__isend(comm, &x, rank_at(ord, r + 1), w, bytes));
     return tutti__wait(comm, &x, a->deadline);
   }
-  TRY(tutti__recv(comm, rank_at(ord, r - 1), tmp, bytes, a->deadline));
-  if (count) tutti__reduce(w, tmp, own, count, a->dtype, a->op);
-  return TUTTI_SUCCESS;
+  int from = rank_at(ord, r - 1);
+  if (!count) return tutti__recv(comm, from, tmp, 0, a->deadline); /* its empty message */
+  return tutti__sendrecv_reduce(comm, a, -1, NULL, 0, from, w, own, 0, tmp, count);
 }
 
 tutti_result_t tutti__fold_out_order(struct tutti_comm *comm, const tutti_coll_args_t *a,

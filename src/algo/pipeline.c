@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "algo/algo.h"
+#include "kernels/kernels.h"
 
 size_t tutti__chunk_for_cache(size_t l2_bytes, size_t fallback) {
   if (!l2_bytes) return fallback;
@@ -53,5 +54,24 @@ tutti_result_t tutti__sendrecv(struct tutti_comm *comm, int to, const void *sbuf
   if (slen) TRY(tutti__isend(comm, &so, to, sbuf, slen));
   if (rlen) TRY(tutti__wait(comm, &ro, deadline));
   if (slen) TRY(tutti__wait(comm, &so, deadline));
+  return TUTTI_SUCCESS;
+}
+
+tutti_result_t tutti__sendrecv_reduce(struct tutti_comm *comm, const tutti_coll_args_t *a, int to,
+                                      const void *sbuf, size_t slen, int from, void *dst,
+                                      const void *own, int own_first, void *tmp, size_t count) {
+  size_t rlen = count * a->esize;
+  if (!rlen || !tutti__can_recv_reduce(comm, from)) {
+    TRY(tutti__sendrecv(comm, to, sbuf, slen, from, tmp, rlen, a->deadline));
+    if (count)
+      tutti__reduce(dst, own_first ? own : tmp, own_first ? tmp : own, count, a->dtype, a->op);
+    return TUTTI_SUCCESS;
+  }
+  tutti_xfer_t so, ro;
+  TRY(tutti__irecv_reduce(comm, &ro, from, dst, own, rlen, (int)a->dtype, (int)a->op,
+                          own_first));
+  if (slen) TRY(tutti__isend(comm, &so, to, sbuf, slen));
+  TRY(tutti__wait(comm, &ro, a->deadline));
+  if (slen) TRY(tutti__wait(comm, &so, a->deadline));
   return TUTTI_SUCCESS;
 }

@@ -53,16 +53,10 @@ static tutti_result_t halving(struct tutti_comm *comm, const tutti_coll_args_t *
     int klo = upper ? mid : lo, slo = upper ? lo : mid;
     size_t ko = voff(b, klo), kl = voff(b, klo + mask) - ko;
     size_t so = voff(b, slo), sl = voff(b, slo + mask) - so;
-    TRY(tutti__sendrecv(comm, peer, cur + (so - curbase) * es, sl * es, peer, tmp, kl * es,
-                        a->deadline));
-    if (kl) {
-      const char *k = cur + (ko - curbase) * es;
-      char *out = w + (ko - wbase) * es;
-      if (upper)
-        tutti__reduce(out, tmp, k, kl, a->dtype, a->op);
-      else
-        tutti__reduce(out, k, tmp, kl, a->dtype, a->op);
-    }
+    /* The lower half keeps its own first, the upper the peer's: the same order on both. */
+    TRY(tutti__sendrecv_reduce(comm, a, peer, cur + (so - curbase) * es, sl * es, peer,
+                               w + (ko - wbase) * es, cur + (ko - curbase) * es, !upper, tmp,
+                               kl));
     cur = w;
     curbase = wbase;
     lo = klo;

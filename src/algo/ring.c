@@ -112,8 +112,8 @@ static tutti_result_t reduce_scatter_phase(struct tutti_comm *comm, const tutti_
       size_t nc = tutti__nchunks(sl > rl ? sl : rl, ce);
       for (size_t c = 0; c < nc; c++) {
         size_t cs = chunk_len(sl, c, ce), cr = chunk_len(rl, c, ce), at = c * ce * es;
-        TRY(tutti__sendrecv(comm, right, src + at, cs * es, left, tmp, cr * es, a->deadline));
-        if (cr) tutti__reduce(dst + at, own + at, tmp, cr, a->dtype, a->op);
+        TRY(tutti__sendrecv_reduce(comm, a, right, src + at, cs * es, left, dst + at, own + at, 1,
+                                   tmp, cr));
       }
     }
   }

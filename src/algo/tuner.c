@@ -38,8 +38,8 @@
  * to 2.1x slower than the ring at 32 MiB where the plain model said 1.0x and 1.4x.)
  */
 static const tutti_cost_params_t params[2] = {
-    {"local", 0.25e-6, 1.0 / 5.0e9, 1.0 / 7.0e9, 0},
-    {"network", 100.0e-6, 1.0 / 0.4e9, 1.0 / 7.0e9, 0},
+    {"local", 0.25e-6, 1.0 / 5.0e9, 1.0 / 7.0e9, 0, 1.0 / 10.0e9},
+    {"network", 100.0e-6, 1.0 / 0.4e9, 1.0 / 7.0e9, 0, 1.0 / 0.4e9},
 };
 #define UNPIPELINED 1.5
 /* A futex wake-up between two CPUs where none was measured (the development VM: 1-8 us). */
@@ -71,12 +71,17 @@ void tutti__model_params(const tutti_model_t *m, int network, size_t footprint,
     if (m->tcp_bps > 0) out->beta_copy = 1.0 / m->tcp_bps;
     out->alpha = MEASURED(m, net_alpha_s, out->alpha);
     if (m->net_bps > 0) out->beta_copy = 1.0 / m->net_bps;
+    out->beta_in = out->beta_copy;
     return;
   }
   /* A message through a same-host queue: the sender's index line and the header's line cross to
-   * the receiver's core; each byte is copied twice, into the queue and out of it. */
+   * the receiver's core; each byte is copied twice, into the queue and out of it, or once
+   * where the receiver reduces it in the queue. */
   if (m->handoff_s > 0) out->alpha = 2 * m->handoff_s;
-  if (copy > 0) out->beta_copy = 2.0 / copy;
+  if (copy > 0) {
+    out->beta_copy = 2.0 / copy;
+    out->beta_in = 1.0 / copy;
+  }
 }
 
 /*
@@ -103,6 +108,7 @@ static void crowd_local(const tutti_tune_query_t *q, tutti_cost_params_t *c) {
   c->alpha += c->wake;
   c->beta_copy *= k;
   c->beta_reduce *= k;
+  c->beta_in *= k;
 }
 
 /* The parameters for q's bytes at link class network, crowding included. */
@@ -164,21 +170,23 @@ double tutti__cost_ring(const tutti_tune_query_t *q, const tutti_cost_params_t *
   double blk = m / n, k = chunks(blk, C);
   switch (q->coll) {
   case TUTTI_COLL_ALLREDUCE:
-    return 2 * (n - 1) * (k * c->alpha + blk * c->beta_copy) + (n - 1) * blk * c->beta_reduce;
+    return 2 * (n - 1) * k * c->alpha +
+           (n - 1) * blk * (c->beta_in + c->beta_reduce + c->beta_copy);
   case TUTTI_COLL_ALLGATHER: return (n - 1) * (k * c->alpha + blk * c->beta_copy);
   case TUTTI_COLL_REDUCE_SCATTER:
-    return (n - 1) * (k * c->alpha + blk * (c->beta_copy + c->beta_reduce));
+    return (n - 1) * (k * c->alpha + blk * (c->beta_in + c->beta_reduce));
   case TUTTI_COLL_BROADCAST:
   case TUTTI_COLL_REDUCE: { /* a pipelined chain: n-1 hops to fill, then one per chunk */
-    double piece = m < C ? m : C, red = q->coll == TUTTI_COLL_REDUCE ? c->beta_reduce : 0;
-    double hop = c->alpha + piece * (c->beta_copy + red);
+    int reduce = q->coll == TUTTI_COLL_REDUCE;
+    double piece = m < C ? m : C, red = reduce ? c->beta_reduce : 0;
+    double hop = c->alpha + piece * ((reduce ? c->beta_in : c->beta_copy) + red);
     /* The chain visits the hosts in turn: H-1 of its hops cross a host link, the others
      * stay on a host; the steady state runs at the slowest hop's pace. */
     double fill = (n - 2) * hop;
     if (q->nhosts > 1) {
       tutti_cost_params_t s;
       params_for(q, 0, 2 * q->bytes, &s);
-      double local = s.alpha + piece * (s.beta_copy + red);
+      double local = s.alpha + piece * ((reduce ? s.beta_in : s.beta_copy) + red);
       fill = (q->nhosts - 1) * hop + (n - q->nhosts - 1) * local;
     }
     return fill + chunks(m, C) * hop;
@@ -188,11 +196,12 @@ double tutti__cost_ring(const tutti_tune_query_t *q, const tutti_cost_params_t *
   }
 }
 
-/* The non-power-of-two fold: the whole vector to the partner, combined, and back. */
+/* The non-power-of-two fold: the whole vector to the partner, combined where it arrives, and
+ * back. */
 static double fold_cost(const tutti_tune_query_t *q, const tutti_cost_params_t *c, double back) {
   double m = (double)q->bytes;
   if (tutti__pow2_floor(q->nranks) == q->nranks) return 0;
-  return 2 * c->alpha + (m + back) * c->beta_copy + m * c->beta_reduce;
+  return 2 * c->alpha + m * (c->beta_in + c->beta_reduce) + back * c->beta_copy;
 }
 
 double tutti__cost_rd(const tutti_tune_query_t *q, const tutti_cost_params_t *c) {
@@ -228,10 +237,10 @@ double tutti__cost_rab(const tutti_tune_query_t *q, const tutti_cost_params_t *c
   if (q->nranks == 1) return 0;
   switch (q->coll) {
   case TUTTI_COLL_ALLREDUCE:
-    return 2 * lg * c->alpha + 2 * part * c->beta_copy + part * c->beta_reduce +
+    return 2 * lg * c->alpha + part * (c->beta_in + c->beta_reduce + c->beta_copy) +
            fold_cost(q, c, m);
   case TUTTI_COLL_REDUCE_SCATTER: /* the first step reads the input itself: no copy */
-    return lg * c->alpha + part * (c->beta_copy + c->beta_reduce) + fold_cost(q, c, m / n);
+    return lg * c->alpha + part * (c->beta_in + c->beta_reduce) + fold_cost(q, c, m / n);
   default: return -1;
   }
 }
@@ -284,16 +293,16 @@ double tutti__cost_hier(const tutti_tune_query_t *q, const tutti_cost_params_t *
     if (small) /* hand-offs within a host only where it has more than one rank */
       return (L > 1 ? 2 * s.alpha : 0) + 2 * (L - 1) * m * s.beta_copy +
              (L + H - 2) * m * s.beta_reduce + c->alpha + (H - 1) * m * c->beta_copy;
-    return (L - 1) * (2 * kl * s.alpha + sl * (2 * s.beta_copy + s.beta_reduce)) +
+    return (L - 1) * (2 * kl * s.alpha + sl * (s.beta_in + s.beta_copy + s.beta_reduce)) +
            (H - 1) * (2 * ki * c->alpha + ib * (2 * L * c->beta_copy + c->beta_reduce));
   case TUTTI_COLL_ALLGATHER: /* m: the result; each rank's block m/n */
     return (H - 1) * (chunks(m / n, C) * c->alpha + m / n * L * c->beta_copy) +
            (L - 1) * (kl * s.alpha + sl * s.beta_copy);
   case TUTTI_COLL_REDUCE_SCATTER: /* m: the input */
-    return (L - 1) * (kl * s.alpha + sl * (s.beta_copy + s.beta_reduce)) +
+    return (L - 1) * (kl * s.alpha + sl * (s.beta_in + s.beta_reduce)) +
            (H - 1) * (chunks(m / n, C) * c->alpha + m / n * (L * c->beta_copy + c->beta_reduce));
   case TUTTI_COLL_REDUCE:
-    return (L - 1) * (kl * s.alpha + sl * (s.beta_copy + s.beta_reduce)) +
+    return (L - 1) * (kl * s.alpha + sl * (s.beta_in + s.beta_reduce)) +
            (H - 1) * (ki * c->alpha + ib * (L * c->beta_copy + c->beta_reduce)) +
            c->alpha + (H - 1) * ib * L * c->beta_copy + s.alpha + m * s.beta_copy;
   case TUTTI_COLL_BROADCAST: { /* leaders' chain; each leader also feeds its host */

@@ -19,6 +19,10 @@ typedef struct tutti_cost_params {
   /* The part of alpha that is a wake-up (ranks outnumber CPUs, else 0): a rank waits once
    * for a round of messages posted at once, not once per message (tuner.c, rounds_cost). */
   double wake;
+  /* One byte moved to a peer that combines it where it arrives (tutti__sendrecv_reduce: the
+   * ring's, the chain's and Rabenseifner's reductions): over a same-host queue, copied once,
+   * into the queue; over the network, beta_copy. */
+  double beta_in;
 } tutti_cost_params_t;
 
 /* The fallback parameters of the local link class (network 0) or the network one (network

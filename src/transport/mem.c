@@ -333,13 +333,12 @@ static void deliver(mem_transport_t *t, mem_queue_t *q, const mem_chunk_t *c) {
   }
 }
 
-static tutti_result_t mem_recv(tutti_transport_t *tp, int peer, void *buf, size_t len,
-                               size_t *moved) {
-  mem_transport_t *t = (mem_transport_t *)tp;
+/* Takes up to len bytes from peer's queue, copying them into buf unless it is NULL (they
+ * were read in place: mem_view); *moved is how many. */
+static void take(mem_transport_t *t, int peer, void *buf, size_t len, size_t *moved) {
   mem_queue_t *q = queue_at(t->g, t->me, peer);
   *moved = 0;
-  if (atomic_load_explicit(&t->g->failed, memory_order_relaxed)) TRY(check_failed(t));
-  if (!q || len == 0 || atomic_load(&q->bytes) == 0) return TUTTI_SUCCESS;
+  if (!q || len == 0 || atomic_load(&q->bytes) == 0) return;
   mem_chunk_t *done = NULL, **done_tail = &done;
   size_t n = 0;
   int wake_sender = 0;
@@ -347,7 +346,7 @@ static tutti_result_t mem_recv(tutti_transport_t *tp, int peer, void *buf, size_
   while (q->head && n < len) {
     mem_chunk_t *c = q->head;
     size_t m = c->len - c->off < len - n ? c->len - c->off : len - n;
-    memcpy((char *)buf + n, c->data + c->off, m);
+    if (buf) memcpy((char *)buf + n, c->data + c->off, m);
     c->off += m;
     n += m;
     if (c->off < c->len) break;
@@ -370,7 +369,37 @@ static tutti_result_t mem_recv(tutti_transport_t *tp, int peer, void *buf, size_
   }
   if (wake_sender) ring(&t->g->ep[peer]);
   *moved = n;
+}
+
+static tutti_result_t mem_recv(tutti_transport_t *tp, int peer, void *buf, size_t len,
+                               size_t *moved) {
+  mem_transport_t *t = (mem_transport_t *)tp;
+  *moved = 0;
+  if (atomic_load_explicit(&t->g->failed, memory_order_relaxed)) TRY(check_failed(t));
+  take(t, peer, buf, len, moved);
   return TUTTI_SUCCESS;
+}
+
+/* The unread rest of the oldest chunk from peer (transport.h): only this rank removes chunks
+ * or moves their offsets, so it stays put until released. */
+static tutti_result_t mem_view(tutti_transport_t *tp, int peer, const void **ptr, size_t *len) {
+  mem_transport_t *t = (mem_transport_t *)tp;
+  mem_queue_t *q = queue_at(t->g, t->me, peer);
+  *len = 0;
+  if (atomic_load_explicit(&t->g->failed, memory_order_relaxed)) TRY(check_failed(t));
+  if (!q || atomic_load(&q->bytes) == 0) return TUTTI_SUCCESS;
+  pthread_mutex_lock(&q->mu);
+  if (q->head) {
+    *ptr = q->head->data + q->head->off;
+    *len = q->head->len - q->head->off;
+  }
+  pthread_mutex_unlock(&q->mu);
+  return TUTTI_SUCCESS;
+}
+
+static void mem_release(tutti_transport_t *tp, int peer, size_t len) {
+  size_t moved;
+  take((mem_transport_t *)tp, peer, NULL, len, &moved);
 }
 
 /* ---- Waiting --------------------------------------------------------------------------- */
@@ -459,6 +488,8 @@ static const tutti_transport_ops_t mem_ops = {
     .name = "mem",
     .send = mem_send,
     .recv = mem_recv,
+    .view = mem_view,
+    .release = mem_release,
     .block = mem_block,
     .wake = mem_wake,
     .fail = mem_fail,

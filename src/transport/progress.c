@@ -41,6 +41,8 @@ void tutti__xfer_init(struct tutti_comm *comm, tutti_xfer_t *op, int kind, int p
   op->hdr.seq = tag;
   op->hdr.len = len;
   op->hdr.fp = comm->fp;
+  op->own = NULL;
+  op->ncarry = 0;
 }
 
 /* Pushes the send queue of peer as far as the transport allows. */
@@ -192,6 +194,53 @@ tutti_result_t tutti__check_header(struct tutti_comm *comm, const tutti_xfer_t *
   return tutti__error(comm, res, "%s", msg);
 }
 
+/* Combines count received elements at src into op->buf from byte offset at on. */
+static void reduce_in(const tutti_xfer_t *op, size_t at, const void *src, size_t count) {
+  const char *own = op->own + at;
+  tutti__reduce(op->buf + at, op->own_first ? own : src, op->own_first ? src : own, count,
+                (tutti_dtype_t)op->rdtype, (tutti_op_t)op->rop);
+}
+
+/* The payload of a reducing receive (tutti__irecv_reduce): as much of it as has arrived,
+ * reduced straight out of the transport's queue into op->buf. An element split where the
+ * queue wraps (or not yet whole) is copied aside and reduced once complete. */
+static tutti_result_t recv_reducing(tutti_peer_t *p, int peer, tutti_xfer_t *op, int *moved_any) {
+  tutti_transport_t *tp = p->tp;
+  size_t es = tutti__dtype_size((tutti_dtype_t)op->rdtype);
+  for (;;) {
+    size_t rcvd = op->done - HDR_BYTES, left = op->len - rcvd, moved = 0;
+    if (!left) return TUTTI_SUCCESS;
+    if (op->ncarry) { /* the rest of a split element */
+      TRY(tp->ops->recv(tp, peer, op->carry + op->ncarry, es - op->ncarry, &moved));
+      if (!moved) return TUTTI_SUCCESS;
+      *moved_any = 1;
+      op->ncarry += (unsigned)moved;
+      op->done += moved;
+      if (op->ncarry < es) return TUTTI_SUCCESS;
+      size_t at = rcvd + moved - es;
+      reduce_in(op, at, op->carry, 1);
+      op->ncarry = 0;
+      continue;
+    }
+    const void *src = NULL;
+    size_t avail = 0;
+    TRY(tp->ops->view(tp, peer, &src, &avail));
+    if (!avail) return TUTTI_SUCCESS;
+    if (avail > left) avail = left;
+    size_t whole = avail / es * es;
+    *moved_any = 1;
+    if (!whole) { /* less than an element before the wrap, or so far */
+      TRY(tp->ops->recv(tp, peer, op->carry, avail, &moved));
+      op->ncarry = (unsigned)moved;
+      op->done += moved;
+      continue;
+    }
+    reduce_in(op, rcvd, src, whole / es);
+    tp->ops->release(tp, peer, whole);
+    op->done += whole;
+  }
+}
+
 static tutti_result_t progress_recvs(struct tutti_comm *comm, int peer, int *moved_any) {
   tutti_peer_t *p = &comm->peers[peer];
   if (comm->p2p) {
@@ -221,10 +270,14 @@ static tutti_result_t progress_recvs(struct tutti_comm *comm, int peer, int *mov
       if (!(op->hdr.seq & 0x80000000u)) p->seen_seq = op->hdr.seq;
       moved = 0;
     }
-    size_t rcvd = op->done - HDR_BYTES;
-    TRY(p->tp->ops->recv(p->tp, peer, op->buf + rcvd, op->len - rcvd, &moved));
-    op->done += moved;
-    if (moved) *moved_any = 1;
+    if (op->own) {
+      TRY(recv_reducing(p, peer, op, moved_any));
+    } else {
+      size_t rcvd = op->done - HDR_BYTES;
+      TRY(p->tp->ops->recv(p->tp, peer, op->buf + rcvd, op->len - rcvd, &moved));
+      op->done += moved;
+      if (moved) *moved_any = 1;
+    }
     if (op->done < HDR_BYTES + op->len) break;
     op->complete = 1;
     dequeue(&p->recvq_head, &p->recvq_tail);
@@ -288,6 +341,22 @@ tutti_result_t tutti__irecv_tag(struct tutti_comm *comm, tutti_xfer_t *op, int p
   tutti__xfer_init(comm, op, TUTTI_OP_RECV, peer, buf, len, tag);
   enqueue(&p->recvq_head, &p->recvq_tail, op);
   activate(comm, peer);
+  return TUTTI_SUCCESS;
+}
+
+int tutti__can_recv_reduce(const struct tutti_comm *comm, int peer) {
+  const tutti_transport_t *tp = comm->peers[peer].tp;
+  return tp && tp->ops->view && tp->ops->release;
+}
+
+tutti_result_t tutti__irecv_reduce(struct tutti_comm *comm, tutti_xfer_t *op, int peer, void *buf,
+                                   const void *own, size_t len, int dtype, int rop,
+                                   int own_first) {
+  TRY(tutti__irecv_tag(comm, op, peer, buf, len, comm->seq));
+  op->own = own;
+  op->own_first = own_first;
+  op->rdtype = dtype;
+  op->rop = rop;
   return TUTTI_SUCCESS;
 }
 

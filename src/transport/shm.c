@@ -233,6 +233,36 @@ static tutti_result_t shm_recv(tutti_transport_t *t, int peer, void *buf, size_t
   return TUTTI_SUCCESS;
 }
 
+/* The bytes from peer readable in place, up to the queue's wrap (transport.h). */
+static tutti_result_t shm_view(tutti_transport_t *t, int peer, const void **ptr, size_t *len) {
+  shm_transport_t *s = (shm_transport_t *)t;
+  int from = t->comm->peers[peer].local_index;
+  shm_ring_t *r = &s->rings[pair(s, from, s->me)];
+  uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+  uint64_t head = atomic_load_explicit(&r->head, memory_order_acquire);
+  size_t avail = (size_t)(head - tail);
+  *len = 0;
+  if (!avail) return TUTTI_SUCCESS;
+  if ((!s->rx[from].data && queue_find(s, from) <= 0) || avail > s->rx[from].bytes) {
+    char who[128];
+    return tutti__error(t->comm, TUTTI_ERR_INTERNAL, "shared queue from %s is corrupt",
+                        tutti__peer_desc(t->comm, peer, who, sizeof who));
+  }
+  size_t qbytes = s->rx[from].bytes, pos = (size_t)tail & (qbytes - 1);
+  *ptr = s->rx[from].data + pos;
+  *len = avail < qbytes - pos ? avail : qbytes - pos;
+  return TUTTI_SUCCESS;
+}
+
+static void shm_release(tutti_transport_t *t, int peer, size_t len) {
+  shm_transport_t *s = (shm_transport_t *)t;
+  int from = t->comm->peers[peer].local_index;
+  shm_ring_t *r = &s->rings[pair(s, from, s->me)];
+  uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+  atomic_store_explicit(&r->tail, tail + len, memory_order_release);
+  ring_bell(s, from);
+}
+
 static int want_ready(shm_transport_t *s, const tutti_want_t *w) {
   int li = s->base.comm->peers[w->peer].local_index;
   if (w->what & TUTTI_WANT_RECV) {
@@ -343,6 +373,8 @@ static const tutti_transport_ops_t shm_ops = {
     .name = "shm",
     .send = shm_send,
     .recv = shm_recv,
+    .view = shm_view,
+    .release = shm_release,
     .block = shm_block,
     .wake = shm_wake,
     .fail = shm_fail,

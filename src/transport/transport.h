@@ -56,6 +56,12 @@ typedef struct tutti_transport_ops {
   void (*release_listener)(tutti_transport_t *t);
   /* Optional capability (NULL: none): shared one-shot mailboxes and published calls. */
   const struct tutti_mbox_ops *mbox;
+  /* Optional, both or neither (NULL: none): the first contiguous run of the bytes from peer
+   * that have arrived, readable in place (*len 0 when none), and the release of len bytes of
+   * it once read. A receive that combines the bytes with this rank's own (tutti__irecv_reduce)
+   * then reads the queue once, where a copy out of it first would cost a pass over the data. */
+  tutti_result_t (*view)(tutti_transport_t *t, int peer, const void **ptr, size_t *len);
+  void (*release)(tutti_transport_t *t, int peer, size_t len);
 } tutti_transport_ops_t;
 
 struct tutti_transport_row;
@@ -150,6 +156,12 @@ typedef struct tutti_xfer {
   tutti_msg_hdr_t got; /* the header a receive actually read */
   uint64_t order;          /* TUTTI_OP_MATCH: when it was posted, for MPI's matching order */
   tutti_status_t *status;  /* TUTTI_OP_MATCH: where to report source and tag, or NULL */
+  /* A receive that reduces (tutti__irecv_reduce): buf = own op the bytes (the bytes op own
+   * where !own_first); own NULL otherwise. */
+  const char *own;
+  int rdtype, rop, own_first;
+  unsigned char carry[8]; /* an element split where the queue wraps, as far as it came */
+  unsigned ncarry;
 } tutti_xfer_t;
 
 /* Queues a send of len bytes of buf to peer. buf must stay valid and unchanged until the op
@@ -159,6 +171,16 @@ tutti_result_t tutti__isend(struct tutti_comm *comm, tutti_xfer_t *op, int peer,
 /* Queues a receive of exactly len bytes from peer into buf. */
 tutti_result_t tutti__irecv(struct tutti_comm *comm, tutti_xfer_t *op, int peer, void *buf,
                             size_t len);
+/* Whether a receive from peer can reduce as it reads (its transport has view): the condition
+ * of tutti__irecv_reduce. */
+int tutti__can_recv_reduce(const struct tutti_comm *comm, int peer);
+/* Queues a receive of len bytes from peer (whole elements of dtype) that stores buf[i] =
+ * own[i] op the i-th received element (the element op own[i] where !own_first: the order the
+ * algorithm's bit-identical results rest on), reading the bytes where they arrived (own may
+ * be buf). */
+tutti_result_t tutti__irecv_reduce(struct tutti_comm *comm, tutti_xfer_t *op, int peer, void *buf,
+                                   const void *own, size_t len, int dtype, int rop,
+                                   int own_first);
 /* Drives every transport until op is complete, the deadline passes, a peer fails, or comm is
  * aborted. On failure the communicator is marked failed and every queue is emptied. */
 tutti_result_t tutti__wait(struct tutti_comm *comm, tutti_xfer_t *op, int64_t deadline);

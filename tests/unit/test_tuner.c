@@ -28,28 +28,31 @@ static const tutti_algo_t *algo(const char *name) {
 static int close_to(double a, double b) { return fabs(a - b) <= 1e-9 * fabs(b) + 1e-15; }
 
 /* The ring and recursive doubling all-reduce times, written out here from the textbook
- * formulas (Thakur, Rabenseifner and Gropp 2005) with the library's parameters. */
+ * formulas (Thakur, Rabenseifner and Gropp 2005) with the library's parameters; the bytes a
+ * ring or Rabenseifner step reduces where they arrive cost beta_in (one copy on one host). */
 TEST(model_matches_the_formulas) {
   for (int tcp = 0; tcp < 2; tcp++) {
     const tutti_cost_params_t *c = tutti__cost_params(tcp);
     ASSERT(c->alpha > 0 && c->beta_copy > 0 && c->beta_reduce > 0);
+    ASSERT(close_to(c->beta_in, tcp ? c->beta_copy : c->beta_copy / 2));
     double m = 1 << 17, n = 4, C = 262144; /* below a chunk: no unpipelined factor */
     tutti_tune_query_t q = query(TUTTI_COLL_ALLREDUCE, (size_t)m, 4, tcp);
     double k = ceil(m / n / C);
-    double ring = 2 * (n - 1) * (k * c->alpha + m / n * c->beta_copy) +
-                  (n - 1) * m / n * c->beta_reduce;
+    double ring = 2 * (n - 1) * k * c->alpha + (n - 1) * m / n * c->beta_copy +
+                  (n - 1) * m / n * (c->beta_in + c->beta_reduce);
     ASSERT(close_to(tutti__tune_predict(algo("ring"), &q), ring));
     double rd = 2 * (c->alpha + m * (c->beta_copy + c->beta_reduce));
     ASSERT(close_to(tutti__tune_predict(algo("recursive_doubling"), &q), rd));
-    double rab = 2 * 2 * c->alpha + 2 * 0.75 * m * c->beta_copy + 0.75 * m * c->beta_reduce;
+    double rab = 2 * 2 * c->alpha + 0.75 * m * c->beta_copy +
+                 0.75 * m * (c->beta_in + c->beta_reduce);
     ASSERT(close_to(tutti__tune_predict(algo("rabenseifner"), &q), rab));
     /* Rabenseifner's reduce-scatter halves straight from the input: no copy of it. */
     tutti_tune_query_t rs = query(TUTTI_COLL_REDUCE_SCATTER, (size_t)m, 4, tcp);
     ASSERT(close_to(tutti__tune_predict(algo("rabenseifner"), &rs),
-                    2 * c->alpha + 0.75 * m * (c->beta_copy + c->beta_reduce)));
-    /* n = 5 adds the fold: the vector there and back, and one reduction. */
+                    2 * c->alpha + 0.75 * m * (c->beta_in + c->beta_reduce)));
+    /* n = 5 adds the fold: the vector there (reduced where it arrives) and back. */
     q.nranks = 5;
-    double fold = 2 * c->alpha + 2 * m * c->beta_copy + m * c->beta_reduce;
+    double fold = 2 * c->alpha + m * (c->beta_in + c->beta_reduce) + m * c->beta_copy;
     ASSERT(close_to(tutti__tune_predict(algo("recursive_doubling"), &q), rd + fold));
     /* Above a chunk, whole-vector exchanges pay 1.5x per byte. */
     q = query(TUTTI_COLL_ALLREDUCE, (size_t)4 << 20, 4, tcp);
@@ -328,13 +331,15 @@ TEST(crowded_ranks_take_turns) {
   tutti_cost_params_t c;
   tutti__model_params(&md, 0, 2 * (size_t)m, &c);
   double k = ceil(m / n / 262144);
-  double ring = 2 * (n - 1) * (k * c.alpha + m / n * c.beta_copy) +
-                (n - 1) * m / n * c.beta_reduce;
+  ASSERT(close_to(c.beta_in, 1 / md.copy_mem_bps));
+  double ring = 2 * (n - 1) * k * c.alpha + (n - 1) * m / n * c.beta_copy +
+                (n - 1) * m / n * (c.beta_in + c.beta_reduce);
   ASSERT(close_to(tutti__tune_predict(algo("ring"), &q), ring));
   double one = tutti__tune_predict(algo("cma"), &q);
   md.cpus = 2; /* two ranks a CPU */
   double a2 = c.alpha + md.wake_s, bc2 = 2 * c.beta_copy, br2 = 2 * c.beta_reduce;
-  ring = 2 * (n - 1) * (k * a2 + m / n * bc2) + (n - 1) * m / n * br2;
+  double bi2 = 2 * c.beta_in;
+  ring = 2 * (n - 1) * k * a2 + (n - 1) * m / n * bc2 + (n - 1) * m / n * (bi2 + br2);
   ASSERT(close_to(tutti__tune_predict(algo("ring"), &q), ring));
   /* Single copy: the kernel's copy and the reduction twice as slow; its three rounds post
    * their n - 1 messages at once, so each round is one wake-up, not one a message, and the

@@ -205,7 +205,7 @@ static double model_s(const opts_t *o, const tutti_algo_t *a, tutti_coll_t coll,
   q.one_host = 1;
   q.chunk_bytes = o->chunk;
   q.cma = a->needs_cma;
-  tutti_cost_params_t p = {"sim", o->alpha, 1.0 / o->bw, 0, 0};
+  tutti_cost_params_t p = {"sim", o->alpha, 1.0 / o->bw, 0, 0, 1.0 / o->bw};
   return a->cost(&q, &p);
 }
 
