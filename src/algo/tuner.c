@@ -429,12 +429,12 @@ double tutti__cost_oneshot(const tutti_tune_query_t *q, const tutti_cost_params_
 }
 
 /*
- * Deterministic (deterministic.c): per chunk, each block's owner posts the n-1 receives of
- * its pieces and the n-1 sends of the others' at once (the first message a step, each
- * further one overlapping the others: half a step, as one-shot's flags), copies its own piece
- * into its slot (in cache) and folds all n in rank order; all-reduce then exchanges the
- * reduced blocks in n-1 sendrecv steps. The bytes are the ring's plus that own-piece copy;
- * the steps are fewer (k (n/2) + n - 1 against the ring's 2 (n-1) k).
+ * Deterministic (deterministic.c): per chunk, each block's owner posts the n-1 sends of the
+ * others' pieces at once (the first message a step, each further one overlapping the others:
+ * half a step, as one-shot's flags), copies its own piece into its slot (in cache) and folds
+ * the pieces in rank order as they arrive: rank 0's received, the others reduced where they
+ * arrive (beta_in); all-reduce then exchanges the reduced blocks in n-1 sendrecv steps. The
+ * steps are fewer than the ring's (k (n/2) + n - 1 against 2 (n-1) k).
  */
 double tutti__cost_det(const tutti_tune_query_t *q, const tutti_cost_params_t *c) {
   double n = q->nranks, m = (double)q->bytes, blk = m / n;
@@ -442,7 +442,8 @@ double tutti__cost_det(const tutti_tune_query_t *q, const tutti_cost_params_t *c
   double own = crowding(q) * (q->model && q->model->copy_cached_bps > 0
                                   ? 1.0 / q->model->copy_cached_bps : BETA_POST);
   if (q->nranks == 1) return 0;
-  double rs = k * n / 2 * c->alpha + (n - 1) * blk * (c->beta_copy + c->beta_reduce) + blk * own;
+  double rs = k * n / 2 * c->alpha + blk * c->beta_copy + (n - 2) * blk * c->beta_in +
+              (n - 1) * blk * c->beta_reduce + blk * own;
   switch (q->coll) {
   case TUTTI_COLL_REDUCE_SCATTER: return rs;
   case TUTTI_COLL_ALLREDUCE: return rs + (n - 1) * (c->alpha + blk * c->beta_copy);

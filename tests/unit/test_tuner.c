@@ -65,9 +65,9 @@ TEST(model_matches_the_formulas) {
 /* What the model charges counts what the algorithms do: Bruck's all-gather combines nothing
  * and receives blocks in place, so whole-block messages above a chunk cost no extra pass over
  * memory (the 1.5x of the reductions), but they travel in chunk-sized pieces, each a message
- * (as the ring's chunks), not one message a step; the deterministic algorithm has a cost (the
- * ring's bytes, its own piece copied into a slot, n/2 steps a chunk and n-1 to spread the
- * blocks). */
+ * (as the ring's chunks), not one message a step; the deterministic algorithm has a cost (rank
+ * 0's piece received, the others' reduced where they arrive, its own piece copied into a
+ * slot, n/2 steps a chunk and n-1 to spread the blocks). */
 TEST(model_counts_what_algorithms_do) {
   const tutti_cost_params_t *c = tutti__cost_params(0);
   double m = 4 << 20, n = 4, C = 262144;
@@ -83,7 +83,8 @@ TEST(model_counts_what_algorithms_do) {
   ASSERT(close_to(tutti__tune_predict(algo("recursive_doubling"), &q),
                   2 * c->alpha + 0.75 * 4096 * c->beta_copy));
   double blk = m / n, k = ceil(blk / C), own = 1.0 / 10.0e9; /* the in-cache copy fallback */
-  double rs = k * n / 2 * c->alpha + (n - 1) * blk * (c->beta_copy + c->beta_reduce) + blk * own;
+  double rs = k * n / 2 * c->alpha + blk * c->beta_copy + (n - 2) * blk * c->beta_in +
+              (n - 1) * blk * c->beta_reduce + blk * own;
   q = query(TUTTI_COLL_REDUCE_SCATTER, (size_t)m, 4, 0);
   ASSERT(close_to(tutti__tune_predict(algo("deterministic"), &q), rs));
   q = query(TUTTI_COLL_ALLREDUCE, (size_t)m, 4, 0);
