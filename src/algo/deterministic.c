@@ -110,33 +110,13 @@ static tutti_result_t reduce_blocks(struct tutti_comm *comm, const tutti_coll_ar
   int arriving = 1; /* every peer's transport reduces where the bytes arrive */
   for (int i = 0; i < n; i++)
     if (i != r && !tutti__can_recv_reduce(comm, i)) arriving = 0;
-  for (size_t c = 0, nc = tutti__nchunks(maxlen, ce); c < nc && arriving; c++) {
+  for (size_t c = 0, nc = tutti__nchunks(maxlen, ce); c < nc; c++) {
     size_t mine = piece(mylen, c, ce);
-    for (int k = 1; k < n; k++) {
-      int to = tutti__mod(r + k, n);
-      size_t off, len;
-      block(l, to, &off, &len);
-      size_t p = piece(len, c, ce);
-      if (p) TRY(tutti__isend(comm, &xs[n + to], to, in + (off + c * ce) * es, p * es));
-    }
-    if (mine) {
-      memcpy(slot(&sl, r), in + (myoff + c * ce) * es, mine * es);
-      TRY(fold_arriving(comm, a, out + c * ce * es, &sl, mine));
-    }
-    for (int k = 1; k < n; k++) {
-      int to = tutti__mod(r + k, n);
-      size_t off, len;
-      block(l, to, &off, &len);
-      if (piece(len, c, ce)) TRY(tutti__wait(comm, &xs[n + to], a->deadline));
-    }
-  }
-  for (size_t c = 0, nc = tutti__nchunks(maxlen, ce); c < nc && !arriving; c++) {
-    size_t mine = piece(mylen, c, ce);
-    for (int k = 1; k < n; k++) { /* receives first, so no send waits on a full queue */
+    for (int k = 1; k < n && mine && !arriving; k++) { /* first: no send waits on a full queue */
       int from = tutti__mod(r - k, n);
-      if (mine) TRY(tutti__irecv(comm, &xs[from], from, slot(&sl, from), mine * es));
+      TRY(tutti__irecv(comm, &xs[from], from, slot(&sl, from), mine * es));
     }
-    for (int k = 1; k < n; k++) {
+    for (int k = 1; k < n; k++) { /* every other owner's piece of chunk c */
       int to = tutti__mod(r + k, n);
       size_t off, len;
       block(l, to, &off, &len);
@@ -144,14 +124,15 @@ static tutti_result_t reduce_blocks(struct tutti_comm *comm, const tutti_coll_ar
       if (p) TRY(tutti__isend(comm, &xs[n + to], to, in + (off + c * ce) * es, p * es));
     }
     if (mine) memcpy(slot(&sl, r), in + (myoff + c * ce) * es, mine * es);
+    if (mine && arriving) TRY(fold_arriving(comm, a, out + c * ce * es, &sl, mine));
     for (int k = 1; k < n; k++) {
       int from = tutti__mod(r - k, n), to = tutti__mod(r + k, n);
       size_t off, len;
       block(l, to, &off, &len);
-      if (mine) TRY(tutti__wait(comm, &xs[from], a->deadline));
+      if (mine && !arriving) TRY(tutti__wait(comm, &xs[from], a->deadline));
       if (piece(len, c, ce)) TRY(tutti__wait(comm, &xs[n + to], a->deadline));
     }
-    if (mine) fold(a, out + c * ce * es, &sl, n, mine);
+    if (mine && !arriving) fold(a, out + c * ce * es, &sl, n, mine);
   }
   if (a->op == TUTTI_AVG && mylen) tutti__avg_finish(out, mylen, a->dtype, n);
   return TUTTI_SUCCESS;

@@ -69,7 +69,7 @@ tutti_result_t tutti__sendrecv_reduce(struct tutti_comm *comm, const tutti_coll_
   }
   tutti_xfer_t so, ro;
   TRY(tutti__irecv_reduce(comm, &ro, from, dst, own, rlen, (int)a->dtype, (int)a->op,
-                          own_first));
+                          own_first, tmp));
   if (slen) TRY(tutti__isend(comm, &so, to, sbuf, slen));
   TRY(tutti__wait(comm, &ro, a->deadline));
   if (slen) TRY(tutti__wait(comm, &so, a->deadline));

@@ -42,7 +42,7 @@ void tutti__xfer_init(struct tutti_comm *comm, tutti_xfer_t *op, int kind, int p
   op->hdr.len = len;
   op->hdr.fp = comm->fp;
   op->own = NULL;
-  op->ncarry = 0;
+  op->pending = 0;
 }
 
 /* Pushes the send queue of peer as far as the transport allows. */
@@ -202,42 +202,38 @@ static void reduce_in(const tutti_xfer_t *op, size_t at, const void *src, size_t
 }
 
 /* The payload of a reducing receive (tutti__irecv_reduce): as much of it as has arrived,
- * reduced straight out of the transport's queue into op->buf. An element split where the
- * queue wraps (or not yet whole) is copied aside and reduced once complete. */
+ * reduced into op->buf straight out of the transport's queue where the bytes there are whole
+ * elements at their type's alignment. Others (an element split where the queue wraps or not
+ * yet whole, a run an odd-length message before it left unaligned for the kernels) are
+ * copied to op->tmp at their offset first and reduced from there once whole. */
 static tutti_result_t recv_reducing(tutti_peer_t *p, int peer, tutti_xfer_t *op, int *moved_any) {
   tutti_transport_t *tp = p->tp;
   size_t es = tutti__dtype_size((tutti_dtype_t)op->rdtype);
   for (;;) {
     size_t rcvd = op->done - HDR_BYTES, left = op->len - rcvd, moved = 0;
     if (!left) return TUTTI_SUCCESS;
-    if (op->ncarry) { /* the rest of a split element */
-      TRY(tp->ops->recv(tp, peer, op->carry + op->ncarry, es - op->ncarry, &moved));
-      if (!moved) return TUTTI_SUCCESS;
-      *moved_any = 1;
-      op->ncarry += (unsigned)moved;
-      op->done += moved;
-      if (op->ncarry < es) return TUTTI_SUCCESS;
-      size_t at = rcvd + moved - es;
-      reduce_in(op, at, op->carry, 1);
-      op->ncarry = 0;
-      continue;
+    if (!op->pending) {
+      const void *src = NULL;
+      size_t avail = 0;
+      TRY(tp->ops->view(tp, peer, &src, &avail));
+      if (!avail) return TUTTI_SUCCESS;
+      size_t whole = (avail < left ? avail : left) / es * es;
+      if (whole && (uintptr_t)src % es == 0) {
+        *moved_any = 1;
+        reduce_in(op, rcvd, src, whole / es);
+        tp->ops->release(tp, peer, whole);
+        op->done += whole;
+        continue;
+      }
     }
-    const void *src = NULL;
-    size_t avail = 0;
-    TRY(tp->ops->view(tp, peer, &src, &avail));
-    if (!avail) return TUTTI_SUCCESS;
-    if (avail > left) avail = left;
-    size_t whole = avail / es * es;
+    TRY(tp->ops->recv(tp, peer, op->tmp + rcvd, left, &moved));
+    if (!moved) return TUTTI_SUCCESS;
     *moved_any = 1;
-    if (!whole) { /* less than an element before the wrap, or so far */
-      TRY(tp->ops->recv(tp, peer, op->carry, avail, &moved));
-      op->ncarry = (unsigned)moved;
-      op->done += moved;
-      continue;
-    }
-    reduce_in(op, rcvd, src, whole / es);
-    tp->ops->release(tp, peer, whole);
-    op->done += whole;
+    op->done += moved;
+    op->pending += moved;
+    size_t whole = op->pending / es * es, at = rcvd + moved - op->pending;
+    if (whole) reduce_in(op, at, op->tmp + at, whole / es);
+    op->pending -= whole;
   }
 }
 
@@ -351,9 +347,10 @@ int tutti__can_recv_reduce(const struct tutti_comm *comm, int peer) {
 
 tutti_result_t tutti__irecv_reduce(struct tutti_comm *comm, tutti_xfer_t *op, int peer, void *buf,
                                    const void *own, size_t len, int dtype, int rop,
-                                   int own_first) {
+                                   int own_first, void *tmp) {
   TRY(tutti__irecv_tag(comm, op, peer, buf, len, comm->seq));
   op->own = own;
+  op->tmp = tmp;
   op->own_first = own_first;
   op->rdtype = dtype;
   op->rop = rop;

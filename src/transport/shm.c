@@ -202,55 +202,27 @@ static tutti_result_t shm_send(tutti_transport_t *t, int peer, const struct iove
   return TUTTI_SUCCESS;
 }
 
-static tutti_result_t shm_recv(tutti_transport_t *t, int peer, void *buf, size_t len,
-                               size_t *moved) {
-  shm_transport_t *s = (shm_transport_t *)t;
-  int from = t->comm->peers[peer].local_index;
+/* The bytes from peer that have arrived: *len of them readable in place at *ptr, up to the
+ * queue's wrap (transport.h), of *avail in all. */
+static tutti_result_t arrived(shm_transport_t *s, int peer, const char **ptr, size_t *len,
+                              size_t *avail) {
+  int from = s->base.comm->peers[peer].local_index;
   shm_ring_t *r = &s->rings[pair(s, from, s->me)];
   uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
   uint64_t head = atomic_load_explicit(&r->head, memory_order_acquire);
-  size_t avail = (size_t)(head - tail);
-  size_t n = len < avail ? len : avail;
-  *moved = 0;
-  if (!n) return TUTTI_SUCCESS; /* a queue not opened yet holds nothing either */
+  *avail = (size_t)(head - tail);
+  *len = 0;
+  if (!*avail) return TUTTI_SUCCESS; /* a queue not opened yet holds nothing either */
   /* Bytes without a queue, or a counter pair that claims more than a full ring, can only
    * come from corruption. */
-  if ((!s->rx[from].data && queue_find(s, from) <= 0) || avail > s->rx[from].bytes) {
+  if ((!s->rx[from].data && queue_find(s, from) <= 0) || *avail > s->rx[from].bytes) {
     char who[128];
-    return tutti__error(t->comm, TUTTI_ERR_INTERNAL, "shared queue from %s is corrupt",
-                        tutti__peer_desc(t->comm, peer, who, sizeof who));
-  }
-  const char *data = s->rx[from].data;
-  size_t qbytes = s->rx[from].bytes;
-  *moved = n;
-  size_t pos = (size_t)tail & (qbytes - 1);
-  size_t first = n < qbytes - pos ? n : qbytes - pos;
-  int nt = t->comm->recv_nt;
-  tutti__copy(buf, data + pos, first, nt);
-  tutti__copy((char *)buf + first, data, n - first, nt);
-  atomic_store_explicit(&r->tail, tail + n, memory_order_release);
-  ring_bell(s, from);
-  return TUTTI_SUCCESS;
-}
-
-/* The bytes from peer readable in place, up to the queue's wrap (transport.h). */
-static tutti_result_t shm_view(tutti_transport_t *t, int peer, const void **ptr, size_t *len) {
-  shm_transport_t *s = (shm_transport_t *)t;
-  int from = t->comm->peers[peer].local_index;
-  shm_ring_t *r = &s->rings[pair(s, from, s->me)];
-  uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
-  uint64_t head = atomic_load_explicit(&r->head, memory_order_acquire);
-  size_t avail = (size_t)(head - tail);
-  *len = 0;
-  if (!avail) return TUTTI_SUCCESS;
-  if ((!s->rx[from].data && queue_find(s, from) <= 0) || avail > s->rx[from].bytes) {
-    char who[128];
-    return tutti__error(t->comm, TUTTI_ERR_INTERNAL, "shared queue from %s is corrupt",
-                        tutti__peer_desc(t->comm, peer, who, sizeof who));
+    return tutti__error(s->base.comm, TUTTI_ERR_INTERNAL, "shared queue from %s is corrupt",
+                        tutti__peer_desc(s->base.comm, peer, who, sizeof who));
   }
   size_t qbytes = s->rx[from].bytes, pos = (size_t)tail & (qbytes - 1);
   *ptr = s->rx[from].data + pos;
-  *len = avail < qbytes - pos ? avail : qbytes - pos;
+  *len = *avail < qbytes - pos ? *avail : qbytes - pos;
   return TUTTI_SUCCESS;
 }
 
@@ -261,6 +233,34 @@ static void shm_release(tutti_transport_t *t, int peer, size_t len) {
   uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
   atomic_store_explicit(&r->tail, tail + len, memory_order_release);
   ring_bell(s, from);
+}
+
+static tutti_result_t shm_recv(tutti_transport_t *t, int peer, void *buf, size_t len,
+                               size_t *moved) {
+  shm_transport_t *s = (shm_transport_t *)t;
+  const char *data = NULL;
+  size_t first, avail;
+  *moved = 0;
+  TRY(arrived(s, peer, &data, &first, &avail));
+  size_t n = len < avail ? len : avail;
+  if (!n) return TUTTI_SUCCESS;
+  if (first > n) first = n;
+  int from = t->comm->peers[peer].local_index, nt = t->comm->recv_nt;
+  /* Up to the wrap, then the rest from the queue's start; one release for both. */
+  tutti__copy(buf, data, first, nt);
+  tutti__copy((char *)buf + first, s->rx[from].data, n - first, nt);
+  *moved = n;
+  shm_release(t, peer, n);
+  return TUTTI_SUCCESS;
+}
+
+/* transport.h: the first contiguous run of what has arrived. */
+static tutti_result_t shm_view(tutti_transport_t *t, int peer, const void **ptr, size_t *len) {
+  const char *data = NULL;
+  size_t avail;
+  TRY(arrived((shm_transport_t *)t, peer, &data, len, &avail));
+  *ptr = data;
+  return TUTTI_SUCCESS;
 }
 
 static int want_ready(shm_transport_t *s, const tutti_want_t *w) {

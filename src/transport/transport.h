@@ -160,8 +160,8 @@ typedef struct tutti_xfer {
    * where !own_first); own NULL otherwise. */
   const char *own;
   int rdtype, rop, own_first;
-  unsigned char carry[8]; /* an element split where the queue wraps, as far as it came */
-  unsigned ncarry;
+  char *tmp;      /* len bytes for what cannot be reduced in place (progress.c) */
+  size_t pending; /* bytes of it received, not yet reduced (less than an element) */
 } tutti_xfer_t;
 
 /* Queues a send of len bytes of buf to peer. buf must stay valid and unchanged until the op
@@ -177,10 +177,10 @@ int tutti__can_recv_reduce(const struct tutti_comm *comm, int peer);
 /* Queues a receive of len bytes from peer (whole elements of dtype) that stores buf[i] =
  * own[i] op the i-th received element (the element op own[i] where !own_first: the order the
  * algorithm's bit-identical results rest on), reading the bytes where they arrived (own may
- * be buf). */
+ * be buf); tmp (len bytes) takes those that cannot be read so: split or unaligned. */
 tutti_result_t tutti__irecv_reduce(struct tutti_comm *comm, tutti_xfer_t *op, int peer, void *buf,
                                    const void *own, size_t len, int dtype, int rop,
-                                   int own_first);
+                                   int own_first, void *tmp);
 /* Drives every transport until op is complete, the deadline passes, a peer fails, or comm is
  * aborted. On failure the communicator is marked failed and every queue is emptied. */
 tutti_result_t tutti__wait(struct tutti_comm *comm, tutti_xfer_t *op, int64_t deadline);
