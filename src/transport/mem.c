@@ -29,7 +29,7 @@
  * len * beta to leave, arrives alpha later, and is read when the receiver has finished
  * reading its previous one (len * beta each). Computation is free in this clock.
  */
-#include "transport/mem.h"
+#include "transport/mem_int.h"
 
 #include <limits.h>
 #include <linux/futex.h>
@@ -42,78 +42,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bootstrap/bootstrap.h"
-#include "core/comm_create.h"
-#include "core/forensics.h"
-
-#define HDR_BYTES sizeof(tutti_msg_hdr_t)
-/* The least a queue may hold: one header and some payload. */
-#define MEM_MIN_QUEUE 4096
-
-typedef struct mem_stamp {
-  uint64_t steps, bytes;
-  double arrive; /* alpha-beta time at which the message is at the receiver */
-  uint64_t len;  /* payload bytes */
-} mem_stamp_t;
-
-typedef struct mem_chunk {
-  struct mem_chunk *next;
-  size_t len, off;
-  mem_stamp_t stamp;
-  int ends_msg; /* the last bytes of a message: reading them delivers it */
-  int is_msg;   /* a message, not an abort frame */
-  char data[];
-} mem_chunk_t;
-
-typedef struct mem_queue {
-  pthread_mutex_t mu;
-  mem_chunk_t *head, *tail; /* under mu */
-  int sender_waits;         /* under mu: the sender found no room and may sleep */
-  atomic_size_t bytes;      /* unread; changed under mu, read anywhere */
-  /* The sender's alone: the framing parser and the current message's stamp. */
-  uint64_t msg_left;
-  int in_msg, cur_is_msg;
-  mem_stamp_t cur;
-  uint32_t tx_epoch;
-  uint32_t rx_epoch; /* the receiver's alone */
-} mem_queue_t;
-
-/* What other threads see of a rank. Cache-line aligned: bells are hot. */
-typedef struct mem_ep {
-  _Atomic uint32_t bell;
-  atomic_int sleepers;
-  atomic_int left;     /* its communicator was destroyed */
-  pthread_mutex_t mu;  /* guards code and reason */
-  int code;            /* the result it failed with (ABORTED: tutti_comm_abort) */
-  char reason[256];
-} __attribute__((aligned(64))) mem_ep_t;
-
-typedef struct mem_group {
-  atomic_int refs;
-  int n;
-  size_t cap;
-  atomic_int failed;        /* 1 + the first rank that failed, or 0 */
-  mem_ep_t *ep;             /* n */
-  mem_queue_t *_Atomic *q;  /* n * n, [to * n + from], made by the sender */
-} mem_group_t;
-
-typedef struct mem_transport {
-  tutti_transport_t base;
-  mem_group_t *g;
-  int me;
-  double alpha, beta;
-  /* Clocks and counters: the thread driving this communicator only. */
-  uint64_t steps, path_bytes;
-  double now, tx_free, rx_free;
-  uint32_t epoch;
-  tutti_mem_stats_t st;
-} mem_transport_t;
-
-static const tutti_transport_ops_t mem_ops;
+#include "core/internal.h"
 
 /* ---- The group ------------------------------------------------------------------------- */
 
-static void group_unref(mem_group_t *g) {
+void tutti__mem_group_unref(mem_group_t *g) {
   if (!g || atomic_fetch_sub(&g->refs, 1) != 1) return;
   size_t nn = (size_t)g->n * (size_t)g->n;
   for (size_t i = 0; g->q && i < nn; i++) {
@@ -132,7 +65,7 @@ static void group_unref(mem_group_t *g) {
   free(g);
 }
 
-static mem_group_t *group_new(int n, size_t cap) {
+mem_group_t *tutti__mem_group_new(int n, size_t cap) {
   mem_group_t *g = calloc(1, sizeof *g);
   if (!g) return NULL;
   atomic_init(&g->refs, 1);
@@ -480,11 +413,11 @@ static void mem_destroy(tutti_transport_t *tp) {
   atomic_store(&t->g->ep[t->me].left, 1);
   for (int i = 0; i < t->g->n; i++)
     if (i != t->me) ring(&t->g->ep[i]);
-  group_unref(t->g);
+  tutti__mem_group_unref(t->g);
   free(t);
 }
 
-static const tutti_transport_ops_t mem_ops = {
+const tutti_transport_ops_t tutti__mem_ops = {
     .name = "mem",
     .send = mem_send,
     .recv = mem_recv,
@@ -495,131 +428,3 @@ static const tutti_transport_ops_t mem_ops = {
     .fail = mem_fail,
     .destroy = mem_destroy,
 };
-
-/* ---- Counters -------------------------------------------------------------------------- */
-
-int tutti__mem_is(const struct tutti_comm *comm) {
-  return comm && tutti__transport_of(comm, TUTTI_TRANSPORT_MEM);
-}
-
-void tutti__mem_stats(const struct tutti_comm *comm, tutti_mem_stats_t *out) {
-  memset(out, 0, sizeof *out);
-  if (!tutti__mem_is(comm)) return;
-  const mem_transport_t *t = (const mem_transport_t *)tutti__transport_of(comm, TUTTI_TRANSPORT_MEM);
-  *out = t->st;
-  out->steps = t->steps;
-  out->path_bytes = t->path_bytes;
-  out->model_s = t->now;
-}
-
-void tutti__mem_stats_reset(struct tutti_comm *comm) {
-  if (!tutti__mem_is(comm)) return;
-  mem_transport_t *t = (mem_transport_t *)tutti__transport_of(comm, TUTTI_TRANSPORT_MEM);
-  int queues = t->st.queues_out;
-  memset(&t->st, 0, sizeof t->st);
-  t->st.queues_out = queues;
-  t->steps = t->path_bytes = 0;
-  t->now = t->tx_free = t->rx_free = 0;
-  t->epoch++; /* every queue's peer counts afresh */
-}
-
-void tutti__mem_set_model(struct tutti_comm *comm, double alpha, double beta) {
-  if (!tutti__mem_is(comm)) return;
-  mem_transport_t *t = (mem_transport_t *)tutti__transport_of(comm, TUTTI_TRANSPORT_MEM);
-  t->alpha = alpha;
-  t->beta = beta;
-}
-
-/* ---- Making the communicators ---------------------------------------------------------- */
-
-/* Single-copy reads work between threads when the kernel lets this process read itself. */
-static int self_readable(void) {
-  uint64_t word = 0x6d656d21u, got = 0;
-  struct iovec l = {&got, sizeof got}, r = {&word, sizeof word};
-  return process_vm_readv(getpid(), &l, 1, &r, 1, 0) == (ssize_t)sizeof got && got == word;
-}
-
-static tutti_result_t make_rank(mem_group_t *g, int r, const tutti_config_t *cfg,
-                                const tutti_peer_t *proto, int cma, struct tutti_comm **out) {
-  struct tutti_comm *comm;
-  TRY(tutti__comm_alloc(g->n, r, "tutti_comm_init_threads", cfg, &comm));
-  mem_transport_t *t = calloc(1, sizeof *t);
-  if (!t) {
-    tutti__comm_free(comm);
-    return TUTTI_ERR_SYSTEM;
-  }
-  t->base.ops = &mem_ops;
-  t->base.comm = comm;
-  t->g = g;
-  atomic_fetch_add(&g->refs, 1);
-  t->me = r;
-  t->alpha = 1e-6;
-  t->beta = 1.0 / 10e9;
-  t->epoch = 1;
-  tutti__transport_attach(comm, TUTTI_TRANSPORT_MEM, &t->base);
-  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  comm->nlocal = g->n;
-  comm->oversubscribed = cpus > 0 && g->n > cpus;
-  comm->cma = cma && g->n > 1;
-  for (int p = 0; p < g->n; p++) {
-    comm->peers[p] = *proto;
-    comm->peers[p].local_index = p;
-    comm->peers[p].kind = p == r ? 0 : TUTTI_TRANSPORT_MEM;
-    comm->peers[p].tp = p == r ? NULL : &t->base;
-  }
-  tutti__forensics_attach(comm);
-  TUTTI_SET_OP(comm, NULL);
-  *out = comm;
-  return TUTTI_SUCCESS;
-}
-
-tutti_result_t tutti__comm_init_threads_cfg(tutti_comm_t *comms, int nranks,
-                                            const tutti_config_t *cfg_in) {
-  static const char op[] = "tutti_comm_init_threads";
-  if (!comms || nranks < 1 || nranks > TUTTI_MAX_RANKS) {
-    WARN("boot", -1, "%s: invalid argument (comms %p, nranks %d; 1 to %d ranks)", op,
-         (void *)comms, nranks, TUTTI_MAX_RANKS);
-    return TUTTI_ERR_INVALID_ARGUMENT;
-  }
-  for (int r = 0; r < nranks; r++) comms[r] = NULL;
-  tutti_config_t cfg;
-  char err[256];
-  if (cfg_in) {
-    cfg = *cfg_in;
-  } else if (tutti__config_load(&cfg, err, sizeof err) != TUTTI_SUCCESS) {
-    WARN("boot", -1, "%s: %s", op, err);
-    return TUTTI_ERR_INVALID_ARGUMENT;
-  }
-  /* The tuner reads the transport setting; thread ranks are one host's, whatever it says. */
-  cfg.transport = TUTTI_TRANSPORT_AUTO;
-  mem_group_t *g = group_new(nranks, cfg.shm_queue_bytes);
-  if (!g) {
-    WARN("boot", -1, "%s: out of memory for %d ranks", op, nranks);
-    return TUTTI_ERR_SYSTEM;
-  }
-  tutti_peer_t proto;
-  memset(&proto, 0, sizeof proto);
-  proto.pid = (int32_t)getpid();
-  tutti__host_identity(proto.host, proto.boot_id);
-  int cma = cfg.cma && self_readable();
-  tutti_result_t res = TUTTI_SUCCESS;
-  for (int r = 0; r < nranks && res == TUTTI_SUCCESS; r++)
-    res = make_rank(g, r, &cfg, &proto, cma, &comms[r]);
-  group_unref(g); /* the communicators hold it now */
-  if (res != TUTTI_SUCCESS) {
-    WARN("boot", -1, "%s: cannot make %d communicators (%s)", op, nranks,
-         tutti_result_string(res));
-    for (int r = 0; r < nranks; r++) {
-      tutti__comm_free(comms[r]);
-      comms[r] = NULL;
-    }
-    return res;
-  }
-  INFO("boot", 0, "%s: %d thread ranks, %zu-byte queues, single-copy %s", op, nranks, g->cap,
-       cma ? "on" : "off");
-  return TUTTI_SUCCESS;
-}
-
-tutti_result_t tutti_comm_init_threads(tutti_comm_t *comms, int nranks) {
-  return tutti__comm_init_threads_cfg(comms, nranks, NULL);
-}
